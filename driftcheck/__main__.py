@@ -1,0 +1,5 @@
+"""``python -m driftcheck`` is the ``driftcheck`` command."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,202 @@
+"""The ``driftcheck`` command line (click).
+
+``driftcheck [PATHS...]`` is ``driftcheck check [PATHS...]``. Exit codes: 0 clean, 1 findings
+at or above ``--fail-on`` remain, 2 bad usage, unreadable configuration or unparsable files
+(other files are still checked and reported).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .baseline import Baseline, BaselineError, write_baseline
+from .engine import CheckResult, check
+from .model import Finding
+from .report.text import format_finding, format_problem, summary
+
+SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
+FORMATS = ["text", "json", "sarif", "github"]
+
+
+class DefaultGroup(click.Group):
+    """A group whose unknown first argument means ``check`` (so ``driftcheck PATH`` works)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")):
+            args = ["check", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="driftcheck")
+def main() -> None:
+    """Find, fix and verify hand-written backend enumerations that drift from a canonical helper."""
+
+
+def _codes(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [c.strip() for c in value.split(",") if c.strip()]
+
+
+def _use_color(mode: str) -> bool:
+    if mode == "always":
+        return True
+    if mode == "never":
+        return False
+    return sys.stdout.isatty()
+
+
+def _exit_code(result: CheckResult, findings: list[Finding], fail_on: str) -> int:
+    if result.problems:
+        return 2
+    threshold = SEVERITY_RANK[fail_on]
+    return 1 if any(SEVERITY_RANK[f.severity] >= threshold for f in findings) else 0
+
+
+@main.command("check")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("--select", help="Comma-separated rule codes or prefixes to report (default: the default-enabled rules).")
+@click.option("--ignore", help="Comma-separated rule codes or prefixes to leave out.")
+@click.option("--config", "config_path", type=click.Path(path_type=Path), help="A pyproject.toml or driftcheck.toml to use instead of the root's.")
+@click.option("--baseline", "baseline_path", type=click.Path(path_type=Path), help="Report only findings not in this baseline.")
+@click.option("--write-baseline", "write_baseline_path", type=click.Path(path_type=Path), help="Write the current findings as a baseline and exit 0.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the scan cache.")
+@click.option("--jobs", "-j", type=click.IntRange(1), help="Worker processes (default: available CPUs).")
+@click.option("--quiet", "-q", is_flag=True, help="Print findings only, no summary.")
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
+@click.option("--fail-on", type=click.Choice(["error", "warning", "info"]), default="error", show_default=True, help="Lowest severity that makes the exit code 1.")
+@click.option("--fix", is_flag=True, help="Rewrite drifting enumerations in place.")
+@click.option("--diff", is_flag=True, help="Show the fixes as a unified diff without writing.")
+@click.option("--fix-style", type=click.Choice(["minimal", "helper"]), default=None, help="minimal: add the missing members (default); helper: call the canonical helper.")
+def check_command(
+    paths: tuple[Path, ...],
+    output_format: str,
+    select: str | None,
+    ignore: str | None,
+    config_path: Path | None,
+    baseline_path: Path | None,
+    write_baseline_path: Path | None,
+    no_cache: bool,
+    jobs: int | None,
+    quiet: bool,
+    color: str,
+    fail_on: str,
+    fix: bool,
+    diff: bool,
+    fix_style: str | None,
+) -> None:
+    """Check PATHS (default: the current directory) for drifting backend enumerations."""
+    baseline = None
+    if baseline_path is not None:
+        try:
+            baseline = Baseline.load(baseline_path)
+        except BaselineError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+    result = check(
+        list(paths) or [Path(".")],
+        config_path=config_path,
+        select=_codes(select),
+        ignore=_codes(ignore) or (),
+        jobs=jobs,
+        use_cache=not no_cache,
+        baseline=baseline,
+    )
+    use_color = _use_color(color)
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    if result.fatal:
+        for problem in result.problems:
+            click.echo(format_problem(problem, use_color), err=True)
+        sys.exit(2)
+    if write_baseline_path is not None:
+        write_baseline(write_baseline_path, result.findings)
+        click.echo(f"Wrote {len(result.findings)} findings to {write_baseline_path}.", err=True)
+        sys.exit(0)
+    findings = result.findings
+    if fix or diff or output_format in ("json", "sarif"):
+        from .fix.apply import attach_fixes
+
+        findings = attach_fixes(result, findings, fix_style or result.config.fix_style)
+    if fix or diff:
+        from .fix.apply import apply_fixes
+
+        outcome = apply_fixes(result, findings, write=fix and not diff)
+        if diff:
+            click.echo(outcome.diff_text, nl=False)
+        for line in outcome.notes:
+            click.echo(line, err=True)
+        result.problems.extend(outcome.problems)
+        findings = outcome.remaining
+    _emit(result, findings, output_format, use_color, quiet)
+    sys.exit(_exit_code(result, findings, fail_on))
+
+
+def _emit(result: CheckResult, findings: list[Finding], output_format: str, color: bool, quiet: bool) -> None:
+    if output_format == "json":
+        from .report.json_report import render_json
+
+        click.echo(render_json(result.universe, findings, result.problems), nl=False)
+        return
+    if output_format == "sarif":
+        from .report.sarif import render_sarif
+
+        click.echo(render_sarif(result, findings), nl=False)
+        return
+    if output_format == "github":
+        from .report.github import render_github
+
+        click.echo(render_github(findings, result.problems), nl=False)
+        return
+    for finding in findings:
+        click.echo(format_finding(finding, color))
+    for problem in result.problems:
+        click.echo(format_problem(problem, color), err=True)
+    if not quiet:
+        click.echo(summary(findings, result.files_checked, result.baselined), err=True)
+
+
+@main.command("explain")
+@click.argument("code")
+def explain_command(code: str) -> None:
+    """Print a rule's rationale, examples, and how to fix or suppress it."""
+    from .explain import render_rule
+
+    text = render_rule(code.upper())
+    if text is None:
+        from driftcheck.rules import CATALOGUE
+
+        click.echo(f"error: unknown rule '{code}'; known: {', '.join(sorted(CATALOGUE))}", err=True)
+        sys.exit(2)
+    click.echo(text)
+
+
+@main.command("discover")
+@click.argument("path", type=click.Path(exists=True, path_type=Path), default=Path("."))
+def discover_command(path: Path) -> None:
+    """List functions that look like canonical family predicates (for [tool.driftcheck])."""
+    from .discover import discover
+    from .model import Problem
+
+    problems: list[Problem] = []
+    root = path.resolve() if path.is_dir() else path.resolve().parent
+    candidates = discover(root, [root], problems)
+    for candidate in candidates:
+        click.echo(
+            f"{candidate.qualified}  ({candidate.path}:{candidate.line})  "
+            f"{candidate.getter}(): {', '.join(candidate.methods)}"
+        )
+    for problem in problems:
+        click.echo(str(problem), err=True)
+    click.echo(f"{len(candidates)} candidate predicate{'s' if len(candidates) != 1 else ''}.", err=True)
+    sys.exit(2 if problems else 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,1 @@
+"""Formatting-preserving rewrites of drifting enumerations."""

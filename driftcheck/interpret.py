@@ -1,0 +1,308 @@
+"""A small, explicit interpreter for backend predicates, evaluated per enum member.
+
+It never executes linted code. It understands: ``and``/``or``/``not``; the enum's zero-argument
+methods (their bodies are interpreted too); ``==``/``!=``/``is``/``in``/``not in`` against enum
+members, their string values and named constants; the backend getter and aliases of it; and
+calls to other zero-argument module functions whose bodies are a few assignments and a return.
+Conditions inside enum methods that fall outside the grammar (``envs.X.get()``) are
+*narrowings*: they become named free variables, evaluated under each setting. Anything else
+raises :class:`Unproven` naming the construct.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+Truth = bool | None  # None: depends on an unassigned narrowing
+
+
+class Unproven(Exception):
+    """The expression uses a construct outside the interpreter's grammar."""
+
+    def __init__(self, construct: str, line: int | None = None) -> None:
+        super().__init__(construct)
+        self.construct = construct
+        self.line = line
+
+
+@dataclass(frozen=True)
+class Backend:
+    """The runtime value of the backend object: one enum member."""
+
+    value: str
+
+
+@dataclass
+class Scope:
+    """What the interpreter knows about names while evaluating one expression."""
+
+    enum_name: str
+    attr_to_value: Mapping[str, str]
+    methods: Mapping[str, ast.FunctionDef]
+    functions: Mapping[str, ast.FunctionDef]
+    getters: frozenset[str]
+    constants: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    value_attributes: tuple[str, ...] = ("moe_a2a_backend", "a2a_backend")
+    aliases: frozenset[str] = frozenset()
+
+
+def _text(node: ast.AST) -> str:
+    try:
+        return ast.unparse(node)
+    except Exception:  # pragma: no cover - ast.unparse handles every parsed node
+        return type(node).__name__
+
+
+def _and(values: list[Truth]) -> Truth:
+    if any(v is False for v in values):
+        return False
+    if all(v is True for v in values):
+        return True
+    return None
+
+
+def _or(values: list[Truth]) -> Truth:
+    if any(v is True for v in values):
+        return True
+    if all(v is False for v in values):
+        return False
+    return None
+
+
+class Interpreter:
+    """Evaluates predicate expressions for one backend member under one narrowing setting."""
+
+    def __init__(self, scope: Scope, member: str, narrowings: Mapping[str, bool] | None = None):
+        self.scope = scope
+        self.member = member
+        self.narrowings = dict(narrowings or {})
+        self.seen_narrowings: list[str] = []
+        self._stack: list[str] = []
+
+    # -- entry points -------------------------------------------------------------------
+    def truth(self, expr: ast.expr, local: Mapping[str, object] | None = None) -> Truth:
+        """Evaluate ``expr`` to True/False, or None when an unset narrowing decides it."""
+        value = self._eval(expr, dict(local or {}), in_enum=False)
+        return self._as_truth(value, expr)
+
+    def call_function(self, name: str) -> Truth:
+        """Evaluate a zero-argument module function ``name`` by interpreting its body."""
+        func = self.scope.functions.get(name)
+        if func is None:
+            raise Unproven(f"call to {name}() whose definition is not in the linted tree")
+        return self._as_truth(self._run_body(func, {}, in_enum=False), func)
+
+    def method(self, name: str) -> Truth:
+        """Evaluate the enum method ``name`` for this interpreter's member."""
+        return self._as_truth(self._call_method(name, None), None)
+
+    # -- internals ----------------------------------------------------------------------
+    def _as_truth(self, value: object, node: ast.AST | None) -> Truth:
+        if value is None or isinstance(value, bool):
+            return value
+        where = getattr(node, "lineno", None)
+        raise Unproven(f"non-boolean value {value!r}", where)
+
+    def _narrowing(self, node: ast.AST) -> Truth:
+        key = _text(node)
+        if key not in self.seen_narrowings:
+            self.seen_narrowings.append(key)
+        return self.narrowings.get(key)
+
+    def _run_body(self, func: ast.FunctionDef, local: dict[str, object], *, in_enum: bool) -> object:
+        if func.name in self._stack:
+            raise Unproven(f"recursive predicate {func.name}()", func.lineno)
+        self._stack.append(func.name)
+        try:
+            body = list(func.body)
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                body = body[1:]
+            for stmt in body:
+                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(
+                    stmt.targets[0], ast.Name
+                ):
+                    local[stmt.targets[0].id] = self._eval(stmt.value, local, in_enum=in_enum)
+                elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value:
+                    local[stmt.target.id] = self._eval(stmt.value, local, in_enum=in_enum)
+                elif isinstance(stmt, ast.Return) and stmt.value is not None:
+                    return self._eval(stmt.value, local, in_enum=in_enum)
+                else:
+                    raise Unproven(
+                        f"statement '{_text(stmt).splitlines()[0]}' in {func.name}()", stmt.lineno
+                    )
+            raise Unproven(f"{func.name}() has no return", func.lineno)
+        finally:
+            self._stack.pop()
+
+    def _call_method(self, name: str, node: ast.AST | None) -> object:
+        func = self.scope.methods.get(name)
+        if func is None:
+            line = getattr(node, "lineno", None)
+            raise Unproven(f"method {name}() is not defined on {self.scope.enum_name}", line)
+        return self._run_body(func, {"self": Backend(self.member)}, in_enum=True)
+
+    def _is_backend_expr(self, node: ast.expr, local: Mapping[str, object]) -> bool:
+        try:
+            return isinstance(self._eval(node, dict(local), in_enum=False), Backend)
+        except Unproven:
+            return False
+
+    def _eval(self, node: ast.expr, local: dict[str, object], *, in_enum: bool) -> object:
+        if isinstance(node, ast.BoolOp):
+            values = [self._eval(v, local, in_enum=in_enum) for v in node.values]
+            truths = [self._as_truth(v, node) for v in values]
+            return _and(truths) if isinstance(node.op, ast.And) else _or(truths)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            inner = self._as_truth(self._eval(node.operand, local, in_enum=in_enum), node)
+            return None if inner is None else not inner
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, (bool, str)) or node.value is None:
+                return node.value
+            raise Unproven(f"constant {node.value!r}", node.lineno)
+        if isinstance(node, ast.Name):
+            if node.id in local:
+                return local[node.id]
+            if node.id in self.scope.aliases:
+                return Backend(self.member)
+            if node.id in self.scope.constants:
+                return self.scope.constants[node.id]
+            if node.id.split(".")[-1] in self.scope.value_attributes:
+                return self.member
+            if in_enum:
+                return self._narrowing(node)
+            raise Unproven(f"name '{node.id}'", node.lineno)
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return frozenset(self._member_value(e, local, in_enum) for e in node.elts)
+        if isinstance(node, ast.Attribute):
+            return self._attribute(node, local, in_enum)
+        if isinstance(node, ast.Call):
+            return self._call(node, local, in_enum)
+        if isinstance(node, ast.Compare):
+            return self._compare(node, local, in_enum)
+        if isinstance(node, ast.IfExp):
+            test = self._as_truth(self._eval(node.test, local, in_enum=in_enum), node)
+            if test is None:
+                raise Unproven(f"conditional on a narrowing: {_text(node)}", node.lineno)
+            return self._eval(node.body if test else node.orelse, local, in_enum=in_enum)
+        if in_enum:
+            return self._narrowing(node)
+        raise Unproven(f"{type(node).__name__} '{_text(node)}'", getattr(node, "lineno", None))
+
+    def _member_value(self, node: ast.expr, local: dict[str, object], in_enum: bool) -> str:
+        value = self._eval(node, local, in_enum=in_enum)
+        if isinstance(value, Backend):
+            return value.value
+        if isinstance(value, str):
+            return value
+        raise Unproven(f"collection element '{_text(node)}'", node.lineno)
+
+    def _attribute(self, node: ast.Attribute, local: dict[str, object], in_enum: bool) -> object:
+        base = node.value
+        if isinstance(base, ast.Name) and base.id == self.scope.enum_name:
+            value = self.scope.attr_to_value.get(node.attr)
+            if value is None:
+                raise Unproven(f"{self.scope.enum_name}.{node.attr} is not a member", node.lineno)
+            return Backend(value)
+        if node.attr == "value":
+            owner = self._eval(base, local, in_enum=in_enum)
+            if isinstance(owner, Backend):
+                return owner.value
+        if node.attr in self.scope.value_attributes:
+            return self.member
+        text = _text(node)
+        if text in self.scope.aliases:
+            return Backend(self.member)
+        if in_enum:
+            return self._narrowing(node)
+        raise Unproven(f"attribute '{text}'", node.lineno)
+
+    def _call(self, node: ast.Call, local: dict[str, object], in_enum: bool) -> object:
+        func = node.func
+        if node.args or node.keywords:
+            if in_enum:
+                return self._narrowing(node)
+            raise Unproven(f"call with arguments '{_text(node)}'", node.lineno)
+        if isinstance(func, ast.Name):
+            if func.id in self.scope.getters:
+                return Backend(self.member)
+            if func.id in ("frozenset", "set", "tuple", "list") and not node.args:
+                return frozenset()
+            if func.id in self.scope.functions:
+                return self._run_body(self.scope.functions[func.id], {}, in_enum=False)
+            if in_enum:
+                return self._narrowing(node)
+            raise Unproven(f"call to {func.id}() whose definition is not in the linted tree", node.lineno)
+        if isinstance(func, ast.Attribute):
+            if func.attr in self.scope.getters:
+                return Backend(self.member)
+            recorded = list(self.seen_narrowings)
+            try:
+                owner = self._eval(func.value, local, in_enum=in_enum)
+            except Unproven:
+                owner = None
+            self.seen_narrowings = recorded
+            if isinstance(owner, Backend):
+                saved = self.member
+                self.member = owner.value
+                try:
+                    return self._call_method(func.attr, node)
+                finally:
+                    self.member = saved
+        if in_enum:
+            return self._narrowing(node)
+        raise Unproven(f"call '{_text(node)}'", node.lineno)
+
+    def _compare(self, node: ast.Compare, local: dict[str, object], in_enum: bool) -> object:
+        left = self._eval(node.left, local, in_enum=in_enum)
+        results: list[Truth] = []
+        for op, comparator in zip(node.ops, node.comparators):
+            right = self._eval(comparator, local, in_enum=in_enum)
+            results.append(self._compare_one(op, left, right, node))
+            left = right
+        return _and(results)
+
+    def _compare_one(self, op: ast.cmpop, left: object, right: object, node: ast.Compare) -> Truth:
+        if left is None or right is None:
+            return None
+        lv = left.value if isinstance(left, Backend) else left
+        if isinstance(op, (ast.Eq, ast.Is, ast.NotEq, ast.IsNot)):
+            rv = right.value if isinstance(right, Backend) else right
+            if isinstance(op, (ast.Is, ast.IsNot)) and type(left) is not type(right):
+                equal = False
+            else:
+                equal = lv == rv
+            return equal if isinstance(op, (ast.Eq, ast.Is)) else not equal
+        if isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, frozenset):
+            inside = lv in right
+            return inside if isinstance(op, ast.In) else not inside
+        raise Unproven(f"comparison '{_text(node)}'", node.lineno)
+
+
+def member_truths(
+    scope: Scope, members: tuple[str, ...], evaluate: callable  # type: ignore[valid-type]
+) -> dict[str, dict[tuple[tuple[str, bool], ...], bool]]:
+    """Evaluate ``evaluate(interp)`` for every member under every narrowing setting it meets.
+
+    Returns ``{member: {setting: value}}`` where ``setting`` is a tuple of
+    ``(narrowing text, bool)`` pairs; a member untouched by narrowings has the single key ``()``.
+    """
+    table: dict[str, dict[tuple[tuple[str, bool], ...], bool]] = {}
+    for member in members:
+        results: dict[tuple[tuple[str, bool], ...], bool] = {}
+        pending: list[dict[str, bool]] = [{}]
+        while pending:
+            setting = pending.pop()
+            interp = Interpreter(scope, member, setting)
+            value = evaluate(interp)
+            if value is None:
+                free = [n for n in interp.seen_narrowings if n not in setting]
+                if not free:  # pragma: no cover - None implies an unset narrowing
+                    raise Unproven("undecidable predicate")
+                pending.append({**setting, free[0]: False})
+                pending.append({**setting, free[0]: True})
+                continue
+            results[tuple(sorted(setting.items()))] = value
+        table[member] = results
+    return table

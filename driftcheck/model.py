@@ -1,0 +1,300 @@
+"""The data model every stage shares: the backend universe, enumeration sites and findings.
+
+Flow is one-directional: source text -> :class:`Universe` (enum, families) -> :class:`Site`
+(a hand-written enumeration found in a file) -> :class:`Finding` (a site judged against a
+:class:`Family`) -> fixes -> proofs. Every object here is immutable and JSON-serialisable
+through ``to_dict`` so that the cache, the reporters and the verifier exchange plain data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Severity = Literal["error", "warning", "info"]
+
+
+@dataclass(frozen=True, order=True)
+class Span:
+    """A source range; lines are 1-based, columns are 0-based UTF-8 offsets as ``ast`` gives."""
+
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+
+
+@dataclass(frozen=True)
+class Member:
+    """One member of the backend enum: ``DEEPEP = "deepep"`` tested by ``is_deepep()``."""
+
+    attr: str
+    value: str
+
+
+@dataclass(frozen=True)
+class MethodPredicate:
+    """A zero-argument ``is_*`` method of the enum and the members it is true for.
+
+    ``narrowing`` holds the source text of an extra condition (``is_mori_epv2`` is
+    ``is_mori() and envs.SGLANG_MORI_EP_V2.get()``): the method is true for a subset of the
+    runs where its members are selected, so it is recorded as a narrowing, not a new member.
+    """
+
+    name: str
+    members: frozenset[str]
+    narrowing: str | None = None
+
+
+@dataclass(frozen=True)
+class Family:
+    """A canonical predicate, e.g. ``is_deepep_class_backend``, and the members its body accepts."""
+
+    name: str
+    qualified: str
+    path: str
+    line: int
+    members: tuple[str, ...]
+    label: str = "DeepEP-family"
+
+    @property
+    def member_set(self) -> frozenset[str]:
+        """The members as a set."""
+        return frozenset(self.members)
+
+
+@dataclass(frozen=True)
+class Universe:
+    """Everything read from the linted tree's source about one backend enum.
+
+    ``getters`` are the zero-argument functions returning the enum (``get_moe_a2a_backend``);
+    ``predicates`` maps each enum method name to what it tests; ``value_attributes`` are
+    attribute/variable names whose string value is the backend (``moe_a2a_backend``).
+    """
+
+    enum_name: str
+    enum_path: str
+    enum_module: str
+    members: tuple[Member, ...]
+    predicates: dict[str, MethodPredicate]
+    getters: frozenset[str]
+    families: tuple[Family, ...]
+    value_attributes: tuple[str, ...] = ("moe_a2a_backend", "a2a_backend")
+
+    @property
+    def values(self) -> tuple[str, ...]:
+        """Member string values in declaration order."""
+        return tuple(m.value for m in self.members)
+
+    def value_of_attr(self, attr: str) -> str | None:
+        """The string value of the member named ``attr`` (``DEEPEP`` -> ``deepep``)."""
+        for member in self.members:
+            if member.attr == attr:
+                return member.value
+        return None
+
+    def predicate_for(self, value: str) -> str | None:
+        """The single-member test method for ``value`` (``deepep`` -> ``is_deepep``)."""
+        exact = [
+            p.name
+            for p in self.predicates.values()
+            if p.members == frozenset({value}) and p.narrowing is None
+        ]
+        if f"is_{value}" in exact:
+            return f"is_{value}"
+        return exact[0] if exact else None
+
+    def family(self, name: str) -> Family | None:
+        """The family whose canonical predicate is called ``name``."""
+        for fam in self.families:
+            if fam.name == name:
+                return fam
+        return None
+
+    def order(self, values: frozenset[str] | set[str]) -> tuple[str, ...]:
+        """``values`` sorted by enum declaration order (stable, human-friendly output)."""
+        rank = {v: i for i, v in enumerate(self.values)}
+        return tuple(sorted(values, key=lambda v: (rank.get(v, len(rank)), v)))
+
+    def fingerprint(self) -> str:
+        """A stable text identifying the universe, used as part of every cache key."""
+        parts = [self.enum_name, *self.values]
+        for name in sorted(self.predicates):
+            pred = self.predicates[name]
+            parts.append(f"{name}={','.join(sorted(pred.members))}|{pred.narrowing or ''}")
+        for fam in self.families:
+            parts.append(f"{fam.qualified}={','.join(fam.members)}")
+        parts.extend(sorted(self.getters))
+        parts.extend(self.value_attributes)
+        return "\n".join(parts)
+
+
+OperandKind = Literal["method", "string", "enum", "helper", "other"]
+SiteForm = Literal[
+    "or-chain",  # a.is_x() or a.is_y()
+    "not-or",  # not (a.is_x() or a.is_y())
+    "and-not",  # not a.is_x() and not a.is_y()
+    "in",  # x in ("a", "b") / x in (E.A, E.B) / x in CONST
+    "not-in",  # x not in (...)
+    "eq-chain",  # x == "a" or x == "b"
+    "ne-chain",  # x != "a" and x != "b"
+]
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One term of an enumeration: what it tests, where it is, and how it is spelled."""
+
+    kind: OperandKind
+    members: frozenset[str]
+    span: Span
+    text: str
+    predicate: str | None = None  # method or helper name for kind method/helper
+
+
+@dataclass(frozen=True)
+class Site:
+    """A hand-written enumeration of backends found in one file.
+
+    ``members`` is the set the enumeration names; ``polarity`` is ``positive`` when the
+    expression is true exactly for those members and ``negative`` when it is true for every
+    member *except* them (``not in``, ``not a and not b``). ``helpers`` lists canonical
+    predicates called inside the same chain (``is_deepep_class_backend() or b.is_megamoe()``).
+    ``enumerator`` names the function whose body is this enumeration, so callers are not
+    reported twice.
+    """
+
+    path: str
+    symbol: str
+    form: SiteForm
+    polarity: Literal["positive", "negative"]
+    span: Span
+    members: frozenset[str]
+    operands: tuple[Operand, ...]
+    receiver: str
+    helpers: tuple[str, ...] = ()
+    context: str = "expression"
+    enumerator: str | None = None
+    constant: str | None = None
+    kind: Literal["property", "allowlist", "dispatch"] = "property"
+    role: str = ""
+    text: str = ""
+    has_other_terms: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form (sets become sorted lists) for the cache and JSON output."""
+        data = asdict(self)
+        data["members"] = sorted(self.members)
+        data["operands"] = [
+            {**asdict(op), "members": sorted(op.members)} for op in self.operands
+        ]
+        return data
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> Site:
+        """Inverse of :meth:`to_dict`."""
+        ops = tuple(
+            Operand(
+                kind=o["kind"],
+                members=frozenset(o["members"]),
+                span=Span(**o["span"]),
+                text=o["text"],
+                predicate=o.get("predicate"),
+            )
+            for o in data["operands"]
+        )
+        fields = {k: v for k, v in data.items() if k not in ("members", "operands", "span", "helpers")}
+        return Site(
+            **fields,
+            span=Span(**data["span"]),
+            members=frozenset(data["members"]),
+            operands=ops,
+            helpers=tuple(data.get("helpers", ())),
+        )
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A rewrite of one site's expression and the backends whose value it flips."""
+
+    style: Literal["minimal", "helper"]
+    span: Span
+    replacement: str
+    flips: tuple[str, ...]
+    import_line: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: ``{"style", "replacement", "flips"}`` plus the span."""
+        return {
+            "style": self.style,
+            "replacement": self.replacement,
+            "flips": list(self.flips),
+            "span": asdict(self.span),
+            "import": self.import_line,
+        }
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A site judged against a family: what it misses, what it adds, and what to say."""
+
+    code: str
+    severity: Severity
+    path: str
+    span: Span
+    symbol: str
+    canonical: str
+    members: tuple[str, ...]
+    missing: tuple[str, ...]
+    extra: tuple[str, ...]
+    message: str
+    kind: str = "property"
+    live: tuple[str, ...] = ()
+    latent: dict[str, str] = field(default_factory=dict)
+    fix: Fix | None = None
+    fix_refusal: str | None = None
+    key: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON contract documented in ``docs/json-output.md``."""
+        data: dict[str, Any] = {
+            "code": self.code,
+            "severity": self.severity,
+            "path": self.path,
+            "line": self.span.line,
+            "col": self.span.col + 1,
+            "end_line": self.span.end_line,
+            "end_col": self.span.end_col + 1,
+            "symbol": self.symbol,
+            "canonical": self.canonical,
+            "members": list(self.members),
+            "missing": list(self.missing),
+            "extra": list(self.extra),
+            "message": self.message,
+            "kind": self.kind,
+            "key": self.key,
+        }
+        if self.latent:
+            data["latent"] = dict(sorted(self.latent.items()))
+        if self.fix is not None:
+            data["fix"] = self.fix.to_dict()
+        elif self.fix_refusal is not None:
+            data["fix_refused"] = self.fix_refusal
+        return data
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A file or configuration that could not be processed: always reported, exit code 2."""
+
+    path: str
+    line: int | None
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form used in the ``errors`` array."""
+        return {"path": self.path, "line": self.line, "message": self.message}
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        return f"{where}: error: {self.message}"

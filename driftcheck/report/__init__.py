@@ -1,0 +1,1 @@
+"""Rendering findings: text, JSON, SARIF and GitHub annotations."""

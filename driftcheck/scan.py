@@ -1,0 +1,157 @@
+"""Scan one file: read bytes, prefilter, parse with ``ast``, collect sites and suppressions.
+
+Runs in worker processes, so it takes and returns plain data. Never raises for a bad file:
+problems come back as :class:`~driftcheck.model.Problem` values naming the file and line.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import io
+import re
+import sys
+import tokenize
+from dataclasses import dataclass, field
+from typing import Any
+
+from .model import Problem, Site, Universe
+from .prefilter import Prefilter
+from .sites import find_sites
+from .suppressions import Suppression, parse_suppressions
+
+ENTRY_CLASS = re.compile(rb"^EntryClass\s*=", re.MULTILINE)
+
+
+@dataclass
+class FileScan:
+    """What one file contributes: its sites, suppressions, facts and problems."""
+
+    path: str
+    digest: str
+    sites: list[Site] = field(default_factory=list)
+    suppressions: list[Suppression] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    entry_classes: list[str] = field(default_factory=list)
+    registrations: list[str] = field(default_factory=list)
+    parsed: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for the cache (problems are never cached)."""
+        return {
+            "path": self.path,
+            "digest": self.digest,
+            "sites": [s.to_dict() for s in self.sites],
+            "suppressions": [s.to_dict() for s in self.suppressions],
+            "entry_classes": self.entry_classes,
+            "registrations": self.registrations,
+        }
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> FileScan:
+        """Inverse of :meth:`to_dict`."""
+        return FileScan(
+            path=data["path"],
+            digest=data["digest"],
+            sites=[Site.from_dict(s) for s in data["sites"]],
+            suppressions=[Suppression.from_dict(s) for s in data["suppressions"]],
+            entry_classes=list(data.get("entry_classes", [])),
+            registrations=list(data.get("registrations", [])),
+        )
+
+
+def content_digest(data: bytes) -> str:
+    """The content hash used by the cache."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def decode_source(data: bytes) -> str:
+    """Decode Python source honouring a PEP 263 coding line and a UTF-8 BOM."""
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    text = data.decode(encoding)
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def scan_bytes(
+    rel: str, data: bytes, universe: Universe, prefilter: Prefilter, register_calls: tuple[str, ...] = ()
+) -> FileScan:
+    """Scan one file's bytes."""
+    result = FileScan(path=rel, digest=content_digest(data))
+    interesting = prefilter.may_match(data)
+    wants_facts = bool(ENTRY_CLASS.search(data)) if interesting else False
+    wants_registry = any(call.encode() in data for call in register_calls)
+    if not (interesting or wants_registry):
+        return result
+    try:
+        source = decode_source(data)
+    except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
+        result.problems.append(Problem(rel, _bad_byte_line(data, exc), f"cannot decode source: {exc}"))
+        return result
+    if "\x00" in source:
+        line = source[: source.index("\x00")].count("\n") + 1
+        result.problems.append(Problem(rel, line, "source contains a NUL byte; file skipped"))
+        return result
+    try:
+        tree = ast.parse(source, filename=rel)
+    except SyntaxError as exc:
+        message = exc.msg if hasattr(exc, "msg") else str(exc)
+        result.problems.append(Problem(rel, exc.lineno, f"syntax error: {message}; file skipped"))
+        return result
+    except (RecursionError, MemoryError):
+        result.problems.append(Problem(rel, None, "expression nested too deeply to parse; file skipped"))
+        return result
+    result.parsed = True
+    try:
+        if interesting:
+            result.sites = find_sites(universe, source, tree, rel, prefilter.hot_lines(data))
+            result.suppressions = parse_suppressions(source)
+        if wants_facts or wants_registry:
+            result.entry_classes, result.registrations = module_facts(tree, register_calls)
+    except RecursionError:
+        result.sites = []
+        result.problems.append(Problem(rel, None, "expression nested too deeply to analyse; file skipped"))
+    return result
+
+
+def _bad_byte_line(data: bytes, exc: Exception) -> int | None:
+    start = getattr(exc, "start", None)
+    if isinstance(start, int):
+        return data[:start].count(b"\n") + 1
+    return None
+
+
+def module_facts(tree: ast.Module, register_calls: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """Architectures a model module serves (``EntryClass``) and registry calls it makes."""
+    entries: list[str] = []
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "EntryClass" for t in stmt.targets
+        ):
+            values = stmt.value.elts if isinstance(stmt.value, (ast.List, ast.Tuple)) else [stmt.value]
+            entries.extend(v.id for v in values if isinstance(v, ast.Name))
+    registrations: list[str] = []
+    if register_calls:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+                if name in register_calls and node.args:
+                    first = node.args[0]
+                    if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                        registrations.append(first.value)
+    return entries, registrations
+
+
+def scan_path(args: tuple[str, str, Universe, Prefilter, tuple[str, ...]]) -> FileScan:
+    """Worker entry point: read ``abspath`` and scan it (``args`` is one tuple for pool.map)."""
+    abspath, rel, universe, prefilter, register_calls = args
+    try:
+        with open(abspath, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        scan = FileScan(path=rel, digest="")
+        scan.problems.append(Problem(rel, None, f"cannot read file: {exc.strerror or exc}"))
+        return scan
+    return scan_bytes(rel, data, universe, prefilter, register_calls)
+
+
+sys.setrecursionlimit(max(sys.getrecursionlimit(), 1000))

@@ -1,0 +1,24 @@
+"""The rule catalogue: one module per code, with its docs and examples (installed as
+``driftcheck.rules``)."""
+
+from __future__ import annotations
+
+from .base import Example, Judgement, Rule
+from .dc001_missing_members import MissingFamilyMembers
+from .dc002_spelled_family import SpelledOutFamily
+from .dc003_string_forms import StringFormMissingMembers
+from .dc004_stale_suppression import StaleSuppression
+from .dc005_redundant_member import RedundantMember
+
+CATALOGUE: dict[str, type[Rule]] = {
+    rule.code: rule
+    for rule in (
+        MissingFamilyMembers,
+        SpelledOutFamily,
+        StringFormMissingMembers,
+        StaleSuppression,
+        RedundantMember,
+    )
+}
+
+__all__ = ["CATALOGUE", "Example", "Judgement", "Rule"]

@@ -1,0 +1,178 @@
+"""DC001: a hand-written ``is_*()`` enumeration misses members of the canonical family."""
+
+from __future__ import annotations
+
+from driftcheck.model import Finding, Site
+
+from .base import Example, Judgement, Rule, drift, enumerates_family, subject
+
+
+class MissingFamilyMembers(Rule):
+    """An ``or``-chain (or negated chain) of ``backend.is_*()`` calls that names some, not all,
+    members of a canonical family."""
+
+    code = "DC001"
+    name = "missing-family-members"
+    severity = "error"
+    summary = "Hand-written backend enumeration misses members of the canonical family"
+    explanation = """\
+## What it does
+Finds expressions that enumerate backends by hand — `b.is_deepep() or b.is_mooncake() or ...`,
+`not (b.is_deepep() or ...)`, `not b.is_deepep() and not ...` — and compares the members they
+name with the canonical predicate's (`is_deepep_class_backend()`), read from the tree's own
+source. It reports the members the enumeration is missing and the extras it adds.
+
+## Why it matters
+A list copied from the helper stops tracking it. When the helper gains a backend
+(`deepep_v2`), the copy silently keeps the old answer: Kimi-K3's `_uses_ep_a2a` omitted
+`deepep_v2`, so with `--moe-a2a-backend deepep_v2` the layer kept its DP gather and TP
+all-reduce after a dispatcher that had already combined — a double reduce that corrupts
+outputs without crashing.
+
+## Fix
+`driftcheck --fix` inserts the missing members next to their siblings, in the list's own
+spelling and layout (`--fix-style minimal`, the default), or replaces the family part with a
+call to the helper and keeps the extras (`--fix-style helper`). Each fix states the backends
+whose value flips; the fix is a behaviour change by design, so review those flips.
+
+## Suppress
+If a member is deliberately left out, say so where the list is:
+`# driftcheck: allow-missing[pplx] -- not validated on K3`. If the helper later gains another
+member, the site is reported again. A suppression that no longer matches is DC004.
+
+## Use instead
+```python
+return is_deepep_class_backend() or b.is_megamoe() or b.is_ascend_fuseep()
+```
+"""
+    fix_safety = "Unsafe by design: the fix flips the predicate for exactly the missing members, which the fix lists."
+    VALID = [
+        Example(
+            "def uses_a2a() -> bool:\n"
+            "    return is_deepep_class_backend() or get_moe_a2a_backend().is_megamoe()\n",
+            note="calls the helper and adds an extra",
+        ),
+        Example(
+            "def only_deepep() -> bool:\n"
+            "    return get_moe_a2a_backend().is_deepep()\n",
+            note="a single-backend check is not an enumeration",
+        ),
+        Example(
+            "def megamoe_like() -> bool:\n"
+            "    b = get_moe_a2a_backend()\n"
+            "    return b.is_megamoe() or b.is_flashinfer_megamoe() or b.is_deepep()\n",
+            note="overlaps the family in one member only: an unrelated family",
+        ),
+        Example(
+            "def uses_a2a() -> bool:\n"
+            "    b = get_moe_a2a_backend()\n"
+            "    return (\n"
+            "        b.is_deepep()\n"
+            "        or b.is_deepep_v2()\n"
+            "        or b.is_mooncake()\n"
+            "        or b.is_mori()\n"
+            "        or b.is_pplx()\n"
+            "        or b.is_megamoe()\n"
+            "    )\n",
+            note="complete (a superset spelled by hand is DC002, off by default)",
+        ),
+    ]
+    INVALID = [
+        Example(
+            "def uses_ep_a2a() -> bool:\n"
+            "    _a2a_backend = get_moe_a2a_backend()\n"
+            "    return (\n"
+            "        _a2a_backend.is_megamoe()\n"
+            "        or _a2a_backend.is_deepep()\n"
+            "        or _a2a_backend.is_mooncake()\n"
+            "        or _a2a_backend.is_mori()\n"
+            "    )\n",
+            missing=("deepep_v2", "pplx"),
+            expected_fix="def uses_ep_a2a() -> bool:\n"
+            "    _a2a_backend = get_moe_a2a_backend()\n"
+            "    return (\n"
+            "        _a2a_backend.is_megamoe()\n"
+            "        or _a2a_backend.is_deepep()\n"
+            "        or _a2a_backend.is_deepep_v2()\n"
+            "        or _a2a_backend.is_mooncake()\n"
+            "        or _a2a_backend.is_mori()\n"
+            "        or _a2a_backend.is_pplx()\n"
+            "    )\n",
+        ),
+        Example(
+            "class Block:\n"
+            "    def __init__(self):\n"
+            "        self._a2a = get_moe_a2a_backend().is_deepep() or get_moe_a2a_backend().is_mooncake()\n",
+            missing=("deepep_v2", "mori", "pplx"),
+            expected_fix="class Block:\n"
+            "    def __init__(self):\n"
+            "        self._a2a = get_moe_a2a_backend().is_deepep() or get_moe_a2a_backend().is_deepep_v2() or get_moe_a2a_backend().is_mooncake() or get_moe_a2a_backend().is_mori() or get_moe_a2a_backend().is_pplx()\n",
+        ),
+        Example(
+            "def forward(x):\n"
+            "    if not (get_moe_a2a_backend().is_deepep() or get_moe_a2a_backend().is_mori()):\n"
+            "        return x\n"
+            "    return -x\n",
+            missing=("deepep_v2", "mooncake", "pplx"),
+        ),
+        Example(
+            "def forward(x):\n"
+            "    b = get_moe_a2a_backend()\n"
+            "    if not b.is_deepep() and not b.is_mooncake() and not b.is_ascend_fuseep():\n"
+            "        return x\n"
+            "    return -x\n",
+            missing=("deepep_v2", "mori", "pplx"),
+            expected_fix="def forward(x):\n"
+            "    b = get_moe_a2a_backend()\n"
+            "    if not b.is_deepep() and not b.is_deepep_v2() and not b.is_mooncake() and not b.is_mori() and not b.is_pplx() and not b.is_ascend_fuseep():\n"
+            "        return x\n"
+            "    return -x\n",
+        ),
+    ]
+
+    def check(self, site: Site, judgement: Judgement) -> list[Finding]:
+        """Report a method-form enumeration that misses family members."""
+        if site.form not in ("or-chain", "not-or", "and-not"):
+            return []
+        return family_findings(self, site, judgement)
+
+
+def family_findings(rule: Rule, site: Site, judgement: Judgement) -> list[Finding]:
+    """The shared DC001/DC003 judgement: one finding per family the site drifts from."""
+    findings = []
+    universe = judgement.universe
+    for family in universe.families:
+        if not enumerates_family(site, family, judgement.min_overlap):
+            continue
+        present, missing, extra = drift(site, family, universe)
+        missing = tuple(m for m in missing if m not in judgement.allowed_missing)
+        if not missing:
+            continue
+        verb = "excludes" if site.polarity == "negative" else "enumerates"
+        covered = len(family.members) - len([m for m in family.members if m not in set(present)])
+        message = (
+            f"{subject(site)} {verb} {covered} of {len(family.members)} {family.label} backends; "
+            f"missing {', '.join(missing)} (canonical: {family.name})"
+        )
+        latent = {m: why for m, why in judgement.latent.items() if m in missing}
+        severity = rule.severity
+        if latent and all(m in latent for m in missing) and severity == "error":
+            severity = "warning"
+        findings.append(
+            Finding(
+                code=rule.code,
+                severity=severity,
+                path=site.path,
+                span=site.span,
+                symbol=site.symbol,
+                canonical=family.name,
+                members=present,
+                missing=missing,
+                extra=extra,
+                message=message,
+                kind=site.kind,
+                live=tuple(m for m in missing if m not in latent),
+                latent=latent,
+            )
+        )
+    return findings

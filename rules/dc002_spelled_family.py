@@ -1,0 +1,76 @@
+"""DC002: an enumeration that equals the family (or a superset) spelled out by hand."""
+
+from __future__ import annotations
+
+from driftcheck.model import Finding, Site
+
+from .base import Example, Judgement, Rule, drift, subject
+
+
+class SpelledOutFamily(Rule):
+    """Every family member is listed by hand: correct today, drifts tomorrow."""
+
+    code = "DC002"
+    name = "spelled-out-family"
+    severity = "info"
+    default_enabled = False
+    summary = "Enumeration spells out the whole canonical family by hand; call the helper"
+    explanation = """\
+## What it does
+Finds enumerations that list every member of a canonical family by hand (possibly with
+extras), such as `b.is_deepep() or b.is_deepep_v2() or b.is_mooncake() or b.is_mori() or
+b.is_pplx() or b.is_megamoe()`.
+
+## Why it matters
+It is correct today, and it is exactly the kind of list that drifted in Kimi-K3: the next
+backend added to the helper will be missing here. Off by default (it is advice, not a bug);
+enable with `--select DC002` when cleaning up.
+
+## Use instead
+`is_deepep_class_backend() or b.is_megamoe()`
+"""
+    VALID = [
+        Example(
+            "def uses_a2a() -> bool:\n"
+            "    return is_deepep_class_backend() or get_moe_a2a_backend().is_megamoe()\n",
+            select=("DC002",),
+        )
+    ]
+    INVALID = [
+        Example(
+            "def uses_a2a() -> bool:\n"
+            "    b = get_moe_a2a_backend()\n"
+            "    return b.is_deepep() or b.is_deepep_v2() or b.is_mooncake() or b.is_mori() or b.is_pplx()\n",
+            select=("DC002",),
+            missing=(),
+        )
+    ]
+
+    def check(self, site: Site, judgement: Judgement) -> list[Finding]:
+        """Report a hand-written list that covers a whole family without calling its helper."""
+        findings = []
+        for family in judgement.universe.families:
+            if site.helpers or site.polarity != "positive":
+                continue
+            if not family.member_set <= site.members:
+                continue
+            if site.enumerator == family.name:
+                continue
+            present, _, extra = drift(site, family, judgement.universe)
+            tail = f" or the extras ({', '.join(extra)})" if extra else ""
+            findings.append(
+                Finding(
+                    code=self.code,
+                    severity=self.severity,
+                    path=site.path,
+                    span=site.span,
+                    symbol=site.symbol,
+                    canonical=family.name,
+                    members=present,
+                    missing=(),
+                    extra=extra,
+                    message=f"{subject(site)} spells out all {len(family.members)} {family.label} backends by hand; call {family.name}(){tail}",
+                    kind=site.kind,
+                )
+            )
+        return findings

@@ -1,0 +1,86 @@
+"""DC003: a string- or enum-value enumeration misses members of the canonical family."""
+
+from __future__ import annotations
+
+from driftcheck.model import Finding, Site
+
+from .base import Example, Judgement, Rule
+from .dc001_missing_members import family_findings
+
+
+class StringFormMissingMembers(Rule):
+    """``moe_a2a_backend in ("deepep", "mooncake")``, ``b == MoeA2ABackend.MORI or ...``."""
+
+    code = "DC003"
+    name = "string-form-missing-members"
+    severity = "error"
+    summary = "Backend enumeration by string or enum value misses members of the canonical family"
+    explanation = """\
+## What it does
+Finds enumerations that compare the backend's value instead of calling `is_*()`:
+`moe_a2a_backend in ("deepep", "mooncake")`, `not in`, `==`/`!=` chains, tuples, lists,
+sets, named constants (`X in _BACKENDS` with `_BACKENDS = frozenset({...})`), and enum members
+(`b in (MoeA2ABackend.DEEPEP, ...)`). The left side must be the backend: its getter, an alias,
+or an attribute named like `moe_a2a_backend`; `disaggregation_transfer_backend in
+("mooncake", "nixl")` shares names with the enum but is not an enumeration of it.
+
+## Why it matters
+Same hazard as DC001: the literal list does not follow the canonical helper when it changes.
+
+## Fix
+`--fix` inserts the missing values next to their siblings (`"deepep_v2"` after `"deepep"`),
+in the literal's own quoting and layout. The helper style is refused for string forms: they
+usually run on server arguments, before the runtime backend the helper reads is set.
+
+## Suppress
+`# driftcheck: allow-missing[pplx] -- reason` on the line of the comparison.
+"""
+    fix_safety = "Unsafe by design: the fix flips the predicate for exactly the missing members, which the fix lists."
+    VALID = [
+        Example(
+            "def uses_transfer(args) -> bool:\n"
+            "    return args.disaggregation_transfer_backend in (\"mooncake\", \"nixl\")\n",
+            note="a different setting that shares value names",
+        ),
+        Example(
+            "def check(args):\n"
+            "    if args.moe_a2a_backend not in (\"none\", \"megamoe\"):\n"
+            "        raise ValueError(\"unsupported\")\n",
+            note="no overlap with the family",
+        ),
+    ]
+    INVALID = [
+        Example(
+            "def uses_a2a(server_args) -> bool:\n"
+            "    return server_args.moe_a2a_backend in (\"deepep\", \"mooncake\", \"mori\")\n",
+            missing=("deepep_v2", "pplx"),
+            expected_fix="def uses_a2a(server_args) -> bool:\n"
+            "    return server_args.moe_a2a_backend in (\"deepep\", \"deepep_v2\", \"mooncake\", \"mori\", \"pplx\")\n",
+        ),
+        Example(
+            "def uses_a2a() -> bool:\n"
+            "    b = get_moe_a2a_backend()\n"
+            "    return b in (MoeA2ABackend.DEEPEP, MoeA2ABackend.MORI)\n",
+            missing=("deepep_v2", "mooncake", "pplx"),
+            expected_fix="def uses_a2a() -> bool:\n"
+            "    b = get_moe_a2a_backend()\n"
+            "    return b in (MoeA2ABackend.DEEPEP, MoeA2ABackend.DEEPEP_V2, MoeA2ABackend.MOONCAKE, MoeA2ABackend.MORI, MoeA2ABackend.PPLX)\n",
+        ),
+        Example(
+            "_A2A_BACKENDS = frozenset({\"deepep\", \"mooncake\", \"mori\", \"pplx\"})\n\n\n"
+            "def spans_ep(view) -> bool:\n"
+            "    return view.moe_a2a_backend in _A2A_BACKENDS\n",
+            missing=("deepep_v2",),
+        ),
+        Example(
+            "def uses_a2a(cfg) -> bool:\n"
+            "    return cfg.moe_a2a_backend == \"deepep\" or cfg.moe_a2a_backend == \"mori\"\n",
+            missing=("deepep_v2", "mooncake", "pplx"),
+        ),
+    ]
+
+    def check(self, site: Site, judgement: Judgement) -> list[Finding]:
+        """Report a value-form enumeration that misses family members."""
+        if site.form not in ("in", "not-in", "eq-chain", "ne-chain"):
+            return []
+        return family_findings(self, site, judgement)

@@ -1,0 +1,51 @@
+"""DC004: a suppression comment that matches nothing (or is malformed)."""
+
+from __future__ import annotations
+
+from .base import Example, Rule
+
+
+class StaleSuppression(Rule):
+    """A ``# driftcheck:`` comment that no longer accepts any divergence, or lacks a reason."""
+
+    code = "DC004"
+    name = "stale-suppression"
+    severity = "error"
+    summary = "Suppression comment matches no finding, or is malformed"
+    explanation = """\
+## What it does
+Reports `# driftcheck: allow-missing[...] -- reason` (and `allow-extra`, `ignore`) comments
+that no longer match a finding at their site: the member was added, the list was replaced by
+the helper, or the helper dropped the member. Also reports suppressions without a reason or
+without the members they accept.
+
+## Why it matters
+A stale suppression hides the next real drift at that line and documents a decision that no
+longer holds.
+
+## Fix
+Delete the comment, or narrow it to the members still deliberately left out.
+"""
+    VALID = [
+        Example(
+            "def uses_ep_a2a() -> bool:\n"
+            "    b = get_moe_a2a_backend()\n"
+            "    return (  # driftcheck: allow-missing[pplx] -- not validated here\n"
+            "        b.is_deepep() or b.is_deepep_v2() or b.is_mooncake() or b.is_mori()\n"
+            "    )\n"
+        )
+    ]
+    INVALID = [
+        Example(
+            "def uses_ep_a2a() -> bool:\n"
+            "    # driftcheck: allow-missing[pplx] -- not validated here\n"
+            "    return is_deepep_class_backend()\n",
+            missing=(),
+        ),
+        Example(
+            "def uses_ep_a2a() -> bool:\n"
+            "    b = get_moe_a2a_backend()\n"
+            "    return b.is_deepep() or b.is_mori()  # driftcheck: allow-missing[pplx]\n",
+            missing=(),
+        ),
+    ]

@@ -1,0 +1,70 @@
+"""DC005: a member or-ed with a helper that already includes it."""
+
+from __future__ import annotations
+
+from driftcheck.model import Finding, Site
+
+from .base import Example, Judgement, Rule, subject
+
+
+class RedundantMember(Rule):
+    """``is_deepep_class_backend() or b.is_deepep_v2()``: the member is already in the family."""
+
+    code = "DC005"
+    name = "redundant-family-member"
+    severity = "warning"
+    summary = "Member is or-ed with a canonical helper that already includes it"
+    explanation = """\
+## What it does
+Finds chains that call a canonical helper and also test a backend the helper already accepts,
+such as `is_deepep_class_backend() or b.is_deepep_v2()`.
+
+## Why it matters
+The extra term is dead code, and it usually carries a stale comment ("only add DeepEP v2
+here") that misleads the next reader about which backends the site handles.
+
+## Fix
+Delete the redundant term (and its comment).
+"""
+    VALID = [
+        Example(
+            "def uses_slots() -> bool:\n"
+            "    return is_deepep_class_backend() or get_moe_a2a_backend().is_megamoe()\n"
+        )
+    ]
+    INVALID = [
+        Example(
+            "def uses_a2a() -> bool:\n"
+            "    return is_deepep_class_backend() or get_moe_a2a_backend().is_deepep_v2()\n",
+            missing=(),
+        )
+    ]
+
+    def check(self, site: Site, judgement: Judgement) -> list[Finding]:
+        """Report members that a called helper already covers."""
+        findings = []
+        for name in site.helpers:
+            family = judgement.universe.family(name)
+            if family is None:
+                continue
+            redundant = tuple(
+                m for m in judgement.universe.order(site.members) if m in family.member_set
+            )
+            if not redundant:
+                continue
+            findings.append(
+                Finding(
+                    code=self.code,
+                    severity=self.severity,
+                    path=site.path,
+                    span=site.span,
+                    symbol=site.symbol,
+                    canonical=family.name,
+                    members=tuple(judgement.universe.order(site.members)),
+                    missing=(),
+                    extra=redundant,
+                    message=f"{subject(site)} tests {', '.join(redundant)} alongside {family.name}(), which already includes {'it' if len(redundant) == 1 else 'them'}",
+                    kind=site.kind,
+                )
+            )
+        return findings

@@ -1,0 +1,1 @@
+"""Truth tables and the GPU layer harness that prove each fix."""

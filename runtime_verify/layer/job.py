@@ -1,0 +1,39 @@
+"""What one verification run does, checked before any process starts (no torch needed)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .shapes import get_shape
+
+
+@dataclass(frozen=True)
+class Job:
+    """The phases to run, each giving every arm's predicate value, and where to run them."""
+
+    plans: dict[str, dict[str, bool]]
+    arms: tuple[str, str]
+    shape: str
+    world_size: int
+    device: str
+    family: frozenset[str]
+    seed: int
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` on a malformed job, naming what is wrong."""
+        if len(self.arms) != 2 or self.arms[0] == self.arms[1]:
+            raise ValueError(f"arms must be two different backends, got {self.arms!r}")
+        if not self.plans:
+            raise ValueError("plans must name at least one phase")
+        for phase, flags in self.plans.items():
+            missing = [arm for arm in self.arms if arm not in flags]
+            if missing:
+                raise ValueError(f"phase {phase!r} gives no predicate value for {missing}")
+            wrong = [arm for arm in self.arms if not isinstance(flags[arm], bool)]
+            if wrong:
+                raise ValueError(f"phase {phase!r}: predicate values for {wrong} are not bool")
+        if self.device not in ("cpu", "cuda"):
+            raise ValueError(f"device must be 'cpu' or 'cuda', got {self.device!r}")
+        if not isinstance(self.world_size, int) or self.world_size < 2:
+            raise ValueError(f"world_size must be an int >= 2, got {self.world_size!r}")
+        get_shape(self.shape).check(self.world_size)
