@@ -152,6 +152,7 @@ def check(
         cache.save()
     latent = latent_members(root, config, universe, result.scans)
     judge = Judge(universe, config, selected_codes(select if select is not None else config.select, [*config.ignore, *ignore], config.extend_select), latent)
+    judge.index_siblings(result.scans)
     findings: list[Finding] = []
     for rel in sorted(result.scans):
         findings.extend(judge.judge_file(result.scans[rel]))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .config import Config, Gate
 from .model import Universe
-from .project import resolve_module
+from .project import module_name_of, resolve_module
 from .scan import FileScan
 
 
@@ -38,10 +38,29 @@ def registry_keys(root: Path, gate: Gate) -> set[str] | None:
     return None
 
 
+def _live_paths(root: Path, scans: dict[str, FileScan], registered: set[str]) -> set[str]:
+    """Model files serving a registered architecture, plus the model modules they import."""
+    by_module = {module_name_of(root, root / path): path for path in scans}
+    live = {path for path, scan in scans.items() if set(scan.entry_classes) & registered}
+    frontier = list(live)
+    while frontier:
+        scan = scans[frontier.pop()]
+        for module in scan.imports:
+            target = by_module.get(module)
+            if target is not None and target not in live:
+                live.add(target)
+                frontier.append(target)
+    return live
+
+
 def latent_members(
     root: Path, config: Config, universe: Universe, scans: dict[str, FileScan]
 ) -> dict[str, dict[str, str]]:
-    """``{path: {member: why it is latent}}`` for model files whose architectures are ungated."""
+    """``{path: {member: why it is latent}}`` for model files no registered architecture uses.
+
+    A model file is live for a gated member when one of its ``EntryClass`` architectures is
+    registered, or when a live model file imports it (Qwen3-MoE reuses Qwen2-MoE's block).
+    """
     result: dict[str, dict[str, str]] = {}
     for gate in config.gates:
         if gate.member not in universe.values:
@@ -52,12 +71,11 @@ def latent_members(
         registered = set(keys)
         for scan in scans.values():
             registered.update(scan.registrations)
+        live = _live_paths(root, scans, registered)
         for path, scan in scans.items():
-            if not scan.sites or not scan.entry_classes:
+            if not scan.sites or not scan.entry_classes or path in live:
                 continue
-            if any(arch in registered for arch in scan.entry_classes):
-                continue
-            archs = ", ".join(scan.entry_classes)
+            archs = " or ".join(scan.entry_classes)
             result.setdefault(path, {})[gate.member] = (
                 f"latent (becomes live when {archs} is registered via {gate.register_call})"
             )

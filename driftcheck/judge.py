@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from driftcheck.rules import CATALOGUE, Judgement, Rule
+from driftcheck.rules.base import Sibling
 
 from .config import Config
 from .model import Finding, Site, Span, Universe
@@ -42,6 +43,16 @@ def finding_key(finding: Finding, site_text: str) -> str:
     return hashlib.blake2b(payload.encode(), digest_size=10).hexdigest()
 
 
+GENERIC_ROLES = {"", "__init__", "forward", "__call__", "main", "run", "apply"}
+
+
+def sibling_key(site: Site) -> str | None:
+    """The role a site plays, comparable across model files (None when too generic)."""
+    if site.kind != "property" or site.role in GENERIC_ROLES:
+        return None
+    return f"{site.context if site.context == 'return' else 'value'}:{site.role}"
+
+
 def _applicable(suppression: Suppression, site: Site, statement_line: int) -> bool:
     first = min(site.span.line, statement_line)
     return first - 1 <= suppression.line <= site.span.end_line
@@ -62,6 +73,25 @@ class Judge:
         self.codes = codes
         self.rules: list[Rule] = [CATALOGUE[c]() for c in sorted(codes) if c in CATALOGUE]
         self.latent = latent or {}
+        self.siblings: dict[str, list[Sibling]] = {}
+
+    def index_siblings(self, scans: dict[str, FileScan]) -> None:
+        """Group the sites of model files (files with an ``EntryClass``) by role."""
+        for path, scan in scans.items():
+            if not scan.entry_classes:
+                continue
+            for site in scan.sites:
+                key = sibling_key(site)
+                if key is None:
+                    continue
+                covered = set(site.members)
+                for helper in site.helpers:
+                    family = self.universe.family(helper)
+                    if family is not None:
+                        covered |= family.member_set
+                self.siblings.setdefault(key, []).append(
+                    Sibling(path, site.symbol, site.span.line, frozenset(covered), site.helpers)
+                )
 
     def judge_file(self, scan: FileScan) -> list[Finding]:
         """Findings for one file, suppressions applied, plus DC004 for unused suppressions."""
@@ -97,6 +127,7 @@ class Judge:
             allowed_missing=frozenset(allowed_missing),
             allowed_extra=frozenset(allowed_extra),
             latent=self.latent.get(site.path, {}),
+            siblings=self._siblings_of(site),
         )
         results: list[Finding] = []
         for rule in self.rules:
@@ -116,6 +147,12 @@ class Judge:
                 if s.verb == "allow-extra" and set(s.items) & set(site.members):
                     used.add(s.line)
         return results
+
+    def _siblings_of(self, site: Site) -> tuple[Sibling, ...]:
+        key = sibling_key(site)
+        if key is None:
+            return ()
+        return tuple(s for s in self.siblings.get(key, ()) if s.path != site.path)
 
     @staticmethod
     def _mark(nearby: list[Suppression], used: set[int], verb: str, codes: set[str]) -> None:

@@ -138,6 +138,7 @@ SiteForm = Literal[
     "not-in",  # x not in (...)
     "eq-chain",  # x == "a" or x == "b"
     "ne-chain",  # x != "a" and x != "b"
+    "single",  # one backend tested on its own: only sibling consensus (DC020) judges these
 ]
 
 

@@ -20,7 +20,8 @@ from .prefilter import Prefilter
 from .sites import find_sites
 from .suppressions import Suppression, parse_suppressions
 
-ENTRY_CLASS = re.compile(rb"^EntryClass\s*=", re.MULTILINE)
+ENTRY_CLASS = re.compile(rb"^EntryClass\s*=\s*(\[[^\]]*\]|\(?[\w., \n]*\)?)", re.MULTILINE)
+MODULE_IMPORT = re.compile(rb"^\s*from\s+([\w.]+)\s+import\b|^\s*import\s+([\w.]+)", re.MULTILINE)
 
 
 @dataclass
@@ -33,6 +34,7 @@ class FileScan:
     suppressions: list[Suppression] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     entry_classes: list[str] = field(default_factory=list)
+    imports: list[str] = field(default_factory=list)
     registrations: list[str] = field(default_factory=list)
     parsed: bool = False
 
@@ -44,6 +46,7 @@ class FileScan:
             "sites": [s.to_dict() for s in self.sites],
             "suppressions": [s.to_dict() for s in self.suppressions],
             "entry_classes": self.entry_classes,
+            "imports": self.imports,
             "registrations": self.registrations,
         }
 
@@ -56,6 +59,7 @@ class FileScan:
             sites=[Site.from_dict(s) for s in data["sites"]],
             suppressions=[Suppression.from_dict(s) for s in data["suppressions"]],
             entry_classes=list(data.get("entry_classes", [])),
+            imports=list(data.get("imports", [])),
             registrations=list(data.get("registrations", [])),
         )
 
@@ -78,7 +82,8 @@ def scan_bytes(
     """Scan one file's bytes."""
     result = FileScan(path=rel, digest=content_digest(data))
     interesting = prefilter.may_match(data)
-    wants_facts = bool(ENTRY_CLASS.search(data)) if interesting else False
+    if b"EntryClass" in data:
+        result.entry_classes, result.imports = model_facts(data)
     wants_registry = any(call.encode() in data for call in register_calls)
     if not (interesting or wants_registry):
         return result
@@ -105,8 +110,8 @@ def scan_bytes(
         if interesting:
             result.sites = find_sites(universe, source, tree, rel, prefilter.hot_lines(data))
             result.suppressions = parse_suppressions(source)
-        if wants_facts or wants_registry:
-            result.entry_classes, result.registrations = module_facts(tree, register_calls)
+        if wants_registry:
+            result.registrations = registrations(tree, register_calls)
     except RecursionError:
         result.sites = []
         result.problems.append(Problem(rel, None, "expression nested too deeply to analyse; file skipped"))
@@ -120,25 +125,26 @@ def _bad_byte_line(data: bytes, exc: Exception) -> int | None:
     return None
 
 
-def module_facts(tree: ast.Module, register_calls: tuple[str, ...]) -> tuple[list[str], list[str]]:
-    """Architectures a model module serves (``EntryClass``) and registry calls it makes."""
+def model_facts(data: bytes) -> tuple[list[str], list[str]]:
+    """Architectures a model module serves (``EntryClass``) and the modules it imports."""
     entries: list[str] = []
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "EntryClass" for t in stmt.targets
-        ):
-            values = stmt.value.elts if isinstance(stmt.value, (ast.List, ast.Tuple)) else [stmt.value]
-            entries.extend(v.id for v in values if isinstance(v, ast.Name))
-    registrations: list[str] = []
-    if register_calls:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call):
-                name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
-                if name in register_calls and node.args:
-                    first = node.args[0]
-                    if isinstance(first, ast.Constant) and isinstance(first.value, str):
-                        registrations.append(first.value)
-    return entries, registrations
+    for match in ENTRY_CLASS.finditer(data):
+        entries.extend(name.decode() for name in re.findall(rb"[A-Za-z_]\w*", match.group(1)))
+    imports = sorted({(m.group(1) or m.group(2)).decode() for m in MODULE_IMPORT.finditer(data)})
+    return entries, imports
+
+
+def registrations(tree: ast.Module, register_calls: tuple[str, ...]) -> list[str]:
+    """First string arguments of registry calls such as ``register_deepep_v2_model("Arch")``."""
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+            if name in register_calls and node.args:
+                first = node.args[0]
+                if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                    found.append(first.value)
+    return found
 
 
 def scan_path(args: tuple[str, str, Universe, Prefilter, tuple[str, ...]]) -> FileScan:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import ast
 import bisect
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from .classify import classify
 from .model import Operand, Site, Span, Universe
 from .receivers import (
     ReceiverScope,
@@ -94,7 +95,7 @@ class SiteFinder:
             [s for s in self.tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))],
             module_scope,
         )
-        self._visit_body(self.tree.body, [], module_scope, self.module_constants, None)
+        self._visit_body(self.tree.body, [], module_scope, self.module_constants, None, (), None)
         self.sites.sort(key=lambda s: (s.span.line, s.span.col))
         return self.sites
 
@@ -105,6 +106,8 @@ class SiteFinder:
         scope: ReceiverScope,
         constants: dict[str, frozenset[str]],
         func: ast.FunctionDef | ast.AsyncFunctionDef | None,
+        guards: tuple[ast.expr, ...],
+        parent_if: ast.If | None,
     ) -> None:
         for stmt in body:
             if not self._hot(stmt):
@@ -112,7 +115,7 @@ class SiteFinder:
             if isinstance(stmt, ast.ClassDef):
                 class_scope = ReceiverScope(self.universe, set(), set(), scope.module_names)
                 class_scope.self_attrs = collect_self_attrs(stmt, class_scope) if self._class_aliases_possible(stmt) else set()
-                self._visit_body(stmt.body, [*qualname, stmt.name], class_scope, constants, None)
+                self._visit_body(stmt.body, [*qualname, stmt.name], class_scope, constants, None, (), None)
                 continue
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 inner = ReceiverScope(
@@ -123,10 +126,10 @@ class SiteFinder:
                 local_constants = {**constants, **_function_constants(stmt)}
                 for default in [*stmt.args.defaults, *stmt.args.kw_defaults]:
                     if default is not None:
-                        self._visit_expr_tree(default, stmt, qualname, scope, constants, func)
-                self._visit_body(stmt.body, [*qualname, stmt.name], inner, local_constants, stmt)
+                        self._visit_expr_tree(default, stmt, qualname, scope, constants, func, (), None)
+                self._visit_body(stmt.body, [*qualname, stmt.name], inner, local_constants, stmt, (), None)
                 continue
-            self._visit_statement(stmt, qualname, scope, constants, func)
+            self._visit_statement(stmt, qualname, scope, constants, func, guards, parent_if)
 
     def _visit_statement(
         self,
@@ -135,22 +138,28 @@ class SiteFinder:
         scope: ReceiverScope,
         constants: dict[str, frozenset[str]],
         func: ast.FunctionDef | ast.AsyncFunctionDef | None,
+        guards: tuple[ast.expr, ...],
+        parent_if: ast.If | None,
     ) -> None:
+        inner_guards = (*guards, stmt.test) if isinstance(stmt, (ast.If, ast.While)) else guards
         for field_name, value in ast.iter_fields(stmt):
             if isinstance(value, ast.expr):
-                self._visit_expr_tree(value, stmt, qualname, scope, constants, func)
+                self._visit_expr_tree(value, stmt, qualname, scope, constants, func, guards, parent_if)
             elif isinstance(value, list):
                 nested = [v for v in value if isinstance(v, ast.stmt)]
                 if nested:
-                    self._visit_body(nested, qualname, scope, constants, func)
+                    is_elif = field_name == "orelse" and isinstance(stmt, ast.If) and len(nested) == 1 and isinstance(nested[0], ast.If)
+                    self._visit_body(
+                        nested, qualname, scope, constants, func,
+                        guards if is_elif else inner_guards, stmt if is_elif else None,  # type: ignore[arg-type]
+                    )  # fmt: skip
                 for item in value:
                     if isinstance(item, ast.expr):
-                        self._visit_expr_tree(item, stmt, qualname, scope, constants, func)
+                        self._visit_expr_tree(item, stmt, qualname, scope, constants, func, guards, parent_if)
                     elif isinstance(item, (ast.ExceptHandler, ast.match_case)):
-                        self._visit_body(item.body, qualname, scope, constants, func)
+                        self._visit_body(item.body, qualname, scope, constants, func, inner_guards, None)
                     elif isinstance(item, ast.withitem):
-                        self._visit_expr_tree(item.context_expr, stmt, qualname, scope, constants, func)
-            del field_name
+                        self._visit_expr_tree(item.context_expr, stmt, qualname, scope, constants, func, guards, parent_if)
 
     def _visit_expr_tree(
         self,
@@ -160,6 +169,8 @@ class SiteFinder:
         scope: ReceiverScope,
         constants: dict[str, frozenset[str]],
         func: ast.FunctionDef | ast.AsyncFunctionDef | None,
+        guards: tuple[ast.expr, ...],
+        parent_if: ast.If | None,
     ) -> None:
         stack: list[tuple[ast.AST, ast.AST]] = [(root, stmt)]
         while stack:
@@ -167,12 +178,47 @@ class SiteFinder:
             self._parents[id(node)] = parent
             if isinstance(node, ast.Lambda):
                 continue
-            if isinstance(node, (ast.BoolOp, ast.UnaryOp, ast.Compare)) and id(node) not in self._consumed:
+            if isinstance(node, (ast.BoolOp, ast.UnaryOp, ast.Compare, ast.Call)) and id(node) not in self._consumed:
                 site = self._site(node, stmt, qualname, scope, constants, func)
                 if site is not None:
-                    self.sites.append(site)
+                    kind = self._classify(node, stmt, scope, constants, guards, parent_if)
+                    self.sites.append(replace(site, kind=kind))  # type: ignore[arg-type]
             children = [c for c in ast.iter_child_nodes(node) if self._hot(c) or not hasattr(c, "lineno")]
             stack.extend((child, node) for child in reversed(children))
+
+    def _ancestors(self, node: ast.AST, stmt: ast.stmt) -> list[ast.AST]:
+        chain: list[ast.AST] = []
+        parent = self._parents.get(id(node))
+        while parent is not None and parent is not stmt:
+            chain.append(parent)
+            parent = self._parents.get(id(parent))
+        return list(reversed(chain))
+
+    def _classify(
+        self,
+        node: ast.expr,
+        stmt: ast.stmt,
+        scope: ReceiverScope,
+        constants: dict[str, frozenset[str]],
+        guards: tuple[ast.expr, ...],
+        parent_if: ast.If | None,
+    ) -> str:
+        def is_backend_term(sub: ast.expr) -> bool:
+            term = self._term(sub, scope, constants) if isinstance(sub, ast.expr) else None
+            return term is not None and term.kind != "helper"
+
+        def is_other_backend_test(sub: ast.expr) -> bool:
+            if not (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute)):
+                return False
+            if not sub.func.attr.startswith("is_") or sub.func.attr in self.universe.predicates:
+                return False
+            receiver = sub.func.value
+            if scope.is_receiver(receiver):
+                return False
+            text = ast.unparse(receiver).lower()
+            return "runner" in text or "backend" in text
+
+        return classify(node, stmt, self._ancestors(node, stmt), guards, parent_if, is_backend_term, is_other_backend_test)
 
     def _class_aliases_possible(self, cls: ast.ClassDef) -> bool:
         """Cheap text test before walking a class for ``self.x = get_backend()``."""
@@ -267,6 +313,14 @@ class SiteFinder:
         constants: dict[str, frozenset[str]],
         func: ast.FunctionDef | ast.AsyncFunctionDef | None,
     ) -> Site | None:
+        if isinstance(node, ast.Call) or (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq, ast.Is, ast.IsNot))):
+            term = self._term(node, scope, constants)
+            if term is None or term.kind == "helper" or len(term.members) != 1:
+                return None
+            return self._make(
+                node, stmt, qualname, func, "single", "negative" if term.negated else "positive",
+                [term], [], False, scope, None,
+            )  # fmt: skip
         if isinstance(node, ast.Compare):
             term = self._term(node, scope, constants)
             if term is None or len(term.members) < 2:
@@ -402,10 +456,29 @@ class SiteFinder:
         if isinstance(stmt, ast.Return):
             return "return", func.name if func else ""
         if isinstance(stmt, (ast.If, ast.While)):
-            return ("if" if isinstance(stmt, ast.If) else "while"), func.name if func else ""
+            operation = _guarded_operation(stmt)
+            role = func.name if func else ""
+            if role and operation:
+                role = f"{role}:{operation}"
+            return ("if" if isinstance(stmt, ast.If) else "while"), role
         if isinstance(stmt, ast.Assert):
             return "assert", func.name if func else ""
         return "expression", func.name if func else ""
+
+
+def _guarded_operation(stmt: ast.If | ast.While) -> str | None:
+    """The first call or assignment the statement guards (``forward_normal``, ``ep_size``)."""
+    if not stmt.body:
+        return None
+    first = stmt.body[0]
+    assigned = _assigned_name(first)
+    if assigned:
+        return assigned
+    for node in ast.walk(first):
+        if isinstance(node, ast.Call):
+            func = node.func
+            return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    return None
 
 
 def _assigned_name(stmt: ast.stmt) -> str | None:

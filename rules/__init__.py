@@ -9,6 +9,9 @@ from .dc002_spelled_family import SpelledOutFamily
 from .dc003_string_forms import StringFormMissingMembers
 from .dc004_stale_suppression import StaleSuppression
 from .dc005_redundant_member import RedundantMember
+from .dc010_allowlist_drift import AllowlistDrift
+from .dc011_dispatch_drift import DispatchDrift
+from .dc020_sibling_consensus import SiblingConsensus
 
 CATALOGUE: dict[str, type[Rule]] = {
     rule.code: rule
@@ -18,6 +21,9 @@ CATALOGUE: dict[str, type[Rule]] = {
         StringFormMissingMembers,
         StaleSuppression,
         RedundantMember,
+        AllowlistDrift,
+        DispatchDrift,
+        SiblingConsensus,
     )
 }
 

@@ -25,17 +25,30 @@ class Example:
     note: str = ""
     select: tuple[str, ...] = ()
     config: dict[str, object] = field(default_factory=dict)
+    siblings: dict[str, str] = field(default_factory=dict)  # other model files: name -> code
+
+
+@dataclass(frozen=True)
+class Sibling:
+    """A site in another model file that plays the same role (same attribute, same method)."""
+
+    path: str
+    symbol: str
+    line: int
+    members: frozenset[str]
+    helpers: tuple[str, ...]
 
 
 @dataclass
 class Judgement:
-    """What a rule needs beyond the site: the universe and the run's policy."""
+    """What a rule needs beyond the site: the universe, the run's policy, the site's siblings."""
 
     universe: Universe
     min_overlap: int
     allowed_missing: frozenset[str] = frozenset()
     allowed_extra: frozenset[str] = frozenset()
     latent: dict[str, str] = field(default_factory=dict)
+    siblings: tuple[Sibling, ...] = ()
 
 
 class Rule:

@@ -132,7 +132,7 @@ return is_deepep_class_backend() or b.is_megamoe() or b.is_ascend_fuseep()
 
     def check(self, site: Site, judgement: Judgement) -> list[Finding]:
         """Report a method-form enumeration that misses family members."""
-        if site.form not in ("or-chain", "not-or", "and-not"):
+        if site.form not in ("or-chain", "not-or", "and-not") or site.kind != "property":
             return []
         return family_findings(self, site, judgement)
 
@@ -158,6 +158,11 @@ def family_findings(rule: Rule, site: Site, judgement: Judgement) -> list[Findin
         severity = rule.severity
         if latent and all(m in latent for m in missing) and severity == "error":
             severity = "warning"
+        if latent:
+            message = message.replace(
+                f"missing {', '.join(missing)}",
+                "missing " + ", ".join(f"{m} (latent)" if m in latent else m for m in missing),
+            )
         findings.append(
             Finding(
                 code=rule.code,

@@ -81,6 +81,6 @@ usually run on server arguments, before the runtime backend the helper reads is 
 
     def check(self, site: Site, judgement: Judgement) -> list[Finding]:
         """Report a value-form enumeration that misses family members."""
-        if site.form not in ("in", "not-in", "eq-chain", "ne-chain"):
+        if site.form not in ("in", "not-in", "eq-chain", "ne-chain") or site.kind != "property":
             return []
         return family_findings(self, site, judgement)

@@ -1,0 +1,90 @@
+"""What kind of enumeration a site is, read from its syntactic context.
+
+- **allowlist**: it guards a ``raise``/``assert``/warning about support (validation);
+- **dispatch**: it is one arm of a per-backend ``if``/``elif`` chain, or it is conjoined with
+  (or nested under) a test of another backend kind such as the MoE runner, a dtype or a
+  kernel flag (a kernel capability list: which implementation runs);
+- **property**: anything else — its value decides a code path (K3's ``_uses_ep_a2a``).
+
+Only property predicates are errors by default; the other kinds have their own codes.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Sequence
+
+WARNING_CALLS = {"warning", "warn", "error", "critical", "exception"}
+
+
+def _raises_or_warns(body: Sequence[ast.stmt]) -> bool:
+    for stmt in body:
+        if isinstance(stmt, (ast.Raise, ast.Assert)):
+            return True
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            func = stmt.value.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if name in WARNING_CALLS:
+                return True
+    return False
+
+
+def _chain_tests(stmt: ast.If, parent_if: ast.If | None) -> list[ast.expr]:
+    """The other tests of the ``if``/``elif`` chain ``stmt`` belongs to."""
+    tests: list[ast.expr] = [parent_if.test] if parent_if is not None else []
+    node = stmt
+    while len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
+        node = node.orelse[0]
+        tests.append(node.test)
+    return tests
+
+
+def classify(
+    node: ast.expr,
+    stmt: ast.stmt,
+    ancestors: Sequence[ast.AST],
+    guards: Sequence[ast.expr],
+    parent_if: ast.If | None,
+    is_backend_term: Callable[[ast.expr], bool],
+    is_other_backend_test: Callable[[ast.expr], bool],
+) -> str:
+    """``property``, ``allowlist`` or ``dispatch`` for the site ``node`` inside ``stmt``.
+
+    ``ancestors`` are the expression nodes between ``stmt`` and ``node`` (outermost first);
+    ``guards`` are the tests of the ``if`` statements enclosing ``stmt`` in its function.
+    """
+    in_test = isinstance(stmt, (ast.If, ast.While)) and (
+        stmt.test is node or any(a is stmt.test for a in ancestors)
+    )
+    for ancestor in ancestors:
+        if isinstance(ancestor, ast.BoolOp) and isinstance(ancestor.op, ast.And):
+            if any(_implementation_evidence(sub, is_other_backend_test) for value in ancestor.values for sub in ast.walk(value)):
+                return "dispatch"
+    if isinstance(stmt, ast.Assert):
+        return "allowlist"
+    if in_test and isinstance(stmt, ast.If):
+        is_elif = len(stmt.orelse) == 1 and isinstance(stmt.orelse[0], ast.If)
+        if _raises_or_warns(stmt.body) or (not is_elif and _raises(stmt.orelse)):
+            return "allowlist"
+        for test in _chain_tests(stmt, parent_if):
+            if any(is_backend_term(sub) for sub in ast.walk(test)):
+                return "dispatch"
+    for guard in guards:
+        if any(is_other_backend_test(sub) for sub in ast.walk(guard)):
+            return "dispatch"
+    return "property"
+
+
+IMPLEMENTATION_WORDS = ("deep_gemm", "deepgemm", "runner", "kernel", "dtype", "quant")
+
+
+def _implementation_evidence(node: ast.AST, is_other_backend_test: Callable[[ast.expr], bool]) -> bool:
+    """A conjunct that pins an implementation: another backend's ``is_*()``, a dtype, a kernel."""
+    if isinstance(node, ast.expr) and is_other_backend_test(node):
+        return True
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+    return name is not None and any(word in name.lower() for word in IMPLEMENTATION_WORDS)
+
+
+def _raises(body: Sequence[ast.stmt]) -> bool:
+    return any(isinstance(stmt, ast.Raise) for stmt in body[:2])
