@@ -139,11 +139,13 @@ def _string_list(path: str, key: str, value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _toml_error_line(exc: tomllib.TOMLDecodeError) -> int | None:
+def _toml_error_line(exc: tomllib.TOMLDecodeError, source: str) -> int | None:
     lineno = getattr(exc, "lineno", None)
     if lineno:
         return int(lineno)
     text = str(exc)
+    if "(at end of document)" in text:
+        return source.count("\n") + 1
     marker = "(at line "
     if marker in text:
         try:
@@ -157,11 +159,13 @@ def load_config(path: Path) -> Config:
     """Read ``[tool.driftcheck]`` from a pyproject.toml (or a standalone driftcheck.toml)."""
     label = str(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(label, f"invalid TOML: {exc}", _toml_error_line(exc)) from exc
+        source = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(label, f"cannot read configuration: {exc}") from exc
+    try:
+        data = tomllib.loads(source)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(label, f"invalid TOML: {exc}", _toml_error_line(exc, source)) from exc
     section = data.get("tool", {}).get("driftcheck") if path.name == "pyproject.toml" else data
     if path.name != "pyproject.toml" and "tool" in data:
         section = data["tool"].get("driftcheck", section)

@@ -104,7 +104,7 @@ class Judge:
         return findings
 
     def _judge_site(self, site: Site, suppressions: list[Suppression], used: set[int]) -> list[Finding]:
-        nearby = [s for s in suppressions if s.error is None and _applicable(s, site, site.span.line)]
+        nearby = [s for s in suppressions if s.error is None and _applicable(s, site, site.statement_line or site.span.line)]
         allowed_missing: set[str] = set()
         allowed_extra: set[str] = set()
         ignored: set[str] = set()

@@ -181,6 +181,7 @@ class Site:
     role: str = ""
     text: str = ""
     has_other_terms: bool = False
+    statement_line: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form (sets become sorted lists) for the cache and JSON output."""

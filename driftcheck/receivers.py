@@ -109,9 +109,15 @@ def collect_self_attrs(cls: ast.ClassDef, scope: ReceiverScope) -> set[str]:
 
 
 def annotated_params(func: ast.FunctionDef | ast.AsyncFunctionDef, universe: Universe) -> set[str]:
-    """Parameters annotated with the enum class (``backend: MoeA2ABackend``)."""
+    """Parameters annotated with the enum class (``backend: MoeA2ABackend``) or defaulting to
+    the getter (``b=get_moe_a2a_backend()``)."""
     names = set()
     args = func.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults = [*([None] * (len(positional) - len(args.defaults))), *args.defaults]
+    for arg, default in [*zip(positional, defaults), *zip(args.kwonlyargs, args.kw_defaults)]:
+        if default is not None and call_name(default) in universe.getters:
+            names.add(arg.arg)
     for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
         annotation = arg.annotation
         if annotation is None:

@@ -427,6 +427,7 @@ class SiteFinder:
             role=role,
             text=self.segment(node),
             has_other_terms=other,
+            statement_line=stmt.lineno,
         )
 
     def _receiver_text(self, terms: list[Term]) -> str:
