@@ -113,6 +113,8 @@ class Config:
 
     def is_excluded(self, relpath: str) -> bool:
         """Whether ``relpath`` (relative to the root, ``/``-separated) is excluded."""
+        if not self.exclude:
+            return False
         parts = relpath.split("/")
         for pattern in self.exclude:
             if fnmatch.fnmatch(relpath, pattern) or any(

@@ -118,6 +118,13 @@ def check(
         targets, result.expanded = [root], True
     files = list(iter_python_files(root, targets, config, result.problems))
     result.files_checked = len(files)
+    requested = {relpath(root, p) for p in files}
+    if not result.expanded and not any(t.resolve() == root for t in targets):
+        # sibling consensus and per-model gates judge a file against the rest of the tree:
+        # scan all of it (cached) so a partial run (pre-commit's changed files) agrees with a
+        # full one; only the requested files are reported
+        context = iter_python_files(root, [root], config, [])
+        files += [p for p in context if relpath(root, p) not in requested]
     register_calls = tuple(g.register_call for g in config.gates)
     prefilter = build_prefilter(universe)
     cache = None
@@ -126,12 +133,15 @@ def check(
         cache.load()
     pending: list[tuple[str, str]] = []
     stats: dict[str, os.stat_result] = {}
+    prefix = str(root).rstrip(os.sep) + os.sep
     for path in files:
-        rel = relpath(root, path)
+        text = str(path)
+        rel = text[len(prefix) :].replace(os.sep, "/") if text.startswith(prefix) else relpath(root, path)
         try:
             stat = path.stat()
         except OSError as exc:
-            result.problems.append(Problem(rel, None, f"cannot read file: {exc.strerror or exc}"))
+            if rel in requested:
+                result.problems.append(Problem(rel, None, f"cannot read file: {exc.strerror or exc}"))
             continue
         stats[rel] = stat
         cached = cache.get(rel, stat) if cache else None
@@ -141,7 +151,8 @@ def check(
             pending.append((str(path), rel))
     for scan in _scan_all(pending, universe, prefilter, register_calls, jobs):
         result.scans[scan.path] = scan
-        result.problems.extend(scan.problems)
+        if scan.path in requested:
+            result.problems.extend(scan.problems)
         if cache is not None:
             cache.put(scan.path, stats[scan.path], scan)
     if cache is not None:
@@ -154,6 +165,7 @@ def check(
     judge = Judge(universe, config, selected_codes(select if select is not None else config.select, [*config.ignore, *ignore], config.extend_select), latent)
     judge.index_siblings(result.scans)
     findings: list[Finding] = []
+    result.scans = {rel: scan for rel, scan in result.scans.items() if rel in requested}
     for rel in sorted(result.scans):
         findings.extend(judge.judge_file(result.scans[rel]))
     if baseline is not None:

@@ -40,7 +40,7 @@ def registry_keys(root: Path, gate: Gate) -> set[str] | None:
 
 def _live_paths(root: Path, scans: dict[str, FileScan], registered: set[str]) -> set[str]:
     """Model files serving a registered architecture, plus the model modules they import."""
-    by_module = {module_name_of(root, root / path): path for path in scans}
+    by_module = {module_name_of(root, root / path): path for path, scan in scans.items() if scan.entry_classes}
     live = {path for path, scan in scans.items() if set(scan.entry_classes) & registered}
     frontier = list(live)
     while frontier:

@@ -88,7 +88,7 @@ def iter_python_files(
             problems.append(Problem(str(target), None, "broken symlink or symlink loop"))
             continue
         if target.is_dir():
-            yield from _walk(root, target, config, problems, seen, root_real)
+            yield from _walk(root, Path(os.path.abspath(target)), config, problems, seen, root_real)
         elif target.is_file():
             if target.suffix == ".py" or target.suffix == ".pyi":
                 path = _accept(root, target, config, problems, seen, root_real)
@@ -99,44 +99,57 @@ def iter_python_files(
 
 
 def _accept(
-    root: Path, path: Path, config: Config, problems: list[Problem], seen: set[str], root_real: str
+    root: Path,
+    path: Path,
+    config: Config,
+    problems: list[Problem],
+    seen: set[str],
+    root_real: str,
+    is_link: bool | None = None,
 ) -> Path | None:
-    real = os.path.realpath(path)
-    if path.is_symlink() and not (real == root_real or real.startswith(root_real + os.sep)):
-        problems.append(Problem(relpath(root, path), None, f"symlink points outside the root ({real}); skipped"))
-        return None
-    rel = relpath(root, path)
+    if is_link if is_link is not None else path.is_symlink():
+        real = os.path.realpath(path)
+        if not (real == root_real or real.startswith(root_real + os.sep)):
+            problems.append(Problem(relpath(root, path), None, f"symlink points outside the root ({real}); skipped"))
+            return None
+    rel = _fast_rel(root, path)
     if rel in seen or config.is_excluded(rel):
         return None
     seen.add(rel)
     return path
 
 
+def _fast_rel(root: Path, path: Path) -> str:
+    prefix = str(root).rstrip(os.sep) + os.sep
+    text = str(path)
+    return text[len(prefix) :].replace(os.sep, "/") if text.startswith(prefix) else relpath(root, path)
+
+
 def _walk(
     root: Path, top: Path, config: Config, problems: list[Problem], seen: set[str], root_real: str
 ) -> Iterator[Path]:
-    stack = [top]
+    stack = [str(top)]
     while stack:
         directory = stack.pop()
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError as exc:
-            problems.append(Problem(relpath(root, directory), None, f"cannot list directory: {exc.strerror}"))
+            problems.append(Problem(relpath(root, Path(directory)), None, f"cannot list directory: {exc.strerror}"))
             continue
         subdirs = []
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
-                if entry.name not in SKIP_DIRS and not config.is_excluded(relpath(root, Path(entry.path))):
-                    subdirs.append(Path(entry.path))
+                if entry.name not in SKIP_DIRS and not (config.exclude and config.is_excluded(_fast_rel(root, Path(entry.path)))):
+                    subdirs.append(entry.path)
             elif entry.is_symlink():
                 if not os.path.exists(entry.path):
                     problems.append(Problem(relpath(root, Path(entry.path)), None, "broken symlink or symlink loop"))
                 elif entry.name.endswith(".py") and os.path.isfile(entry.path):
-                    path = _accept(root, Path(entry.path), config, problems, seen, root_real)
+                    path = _accept(root, Path(entry.path), config, problems, seen, root_real, True)
                     if path is not None:
                         yield path
             elif entry.name.endswith(".py") and entry.is_file(follow_symlinks=False):
-                path = _accept(root, Path(entry.path), config, problems, seen, root_real)
+                path = _accept(root, Path(entry.path), config, problems, seen, root_real, False)
                 if path is not None:
                     yield path
         stack.extend(reversed(subdirs))
