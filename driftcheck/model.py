@@ -251,6 +251,7 @@ class Finding:
     extra: tuple[str, ...]
     message: str
     kind: str = "property"
+    subject: str = ""
     live: tuple[str, ...] = ()
     latent: dict[str, str] = field(default_factory=dict)
     fix: Fix | None = None

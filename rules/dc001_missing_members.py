@@ -176,6 +176,7 @@ def family_findings(rule: Rule, site: Site, judgement: Judgement) -> list[Findin
                 extra=extra,
                 message=message,
                 kind=site.kind,
+                subject=subject(site),
                 live=tuple(m for m in missing if m not in latent),
                 latent=latent,
             )

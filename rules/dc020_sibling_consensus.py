@@ -107,6 +107,7 @@ Do what the sibling does: call the canonical helper (keeping the site's extras).
                         f"{sibling}:{reference.line} ({reference.symbol}) {how}; missing {', '.join(missing)}"
                     ),
                     kind=site.kind,
+                subject=subject(site),
                 )
             )
         return findings
