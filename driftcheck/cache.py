@@ -21,6 +21,19 @@ from .scan import FileScan
 
 CACHE_DIR_NAME = ".driftcheck_cache"
 FORMAT = 1
+SCANNER_MODULES = ("model", "scan", "sites", "receivers", "classify", "prefilter", "suppressions", "universe")
+
+
+def scanner_digest() -> str:
+    """A hash of the code that produces cached scans, so an upgraded scanner never reuses them."""
+    digest = hashlib.blake2b(digest_size=8)
+    here = Path(__file__).parent
+    for name in SCANNER_MODULES:
+        try:
+            digest.update((here / f"{name}.py").read_bytes())
+        except OSError:
+            digest.update(name.encode())
+    return digest.hexdigest()
 
 
 def _checksum(payload: str, salt: str) -> str:
@@ -32,7 +45,9 @@ class ScanCache:
 
     def __init__(self, directory: Path, key: str) -> None:
         self.directory = directory
-        self.key = hashlib.blake2b(f"{FORMAT}|{__version__}|{key}".encode(), digest_size=12).hexdigest()
+        self.key = hashlib.blake2b(
+            f"{FORMAT}|{__version__}|{scanner_digest()}|{key}".encode(), digest_size=12
+        ).hexdigest()
         self.file = directory / f"scan-{self.key}.json"
         self.entries: dict[str, dict[str, Any]] = {}
         self.rejected = 0
