@@ -50,7 +50,9 @@ def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float,
     """(wall seconds, peak MB of the process tree, exit code)."""
     peak = 0
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     done = threading.Event()
 
     def sample() -> None:
@@ -93,14 +95,29 @@ def main() -> int:
             wall, peak, code = timed(driftcheck, tree, env)
             warm.append(wall)
             peaks.append(peak)
-    ruff_runs = [timed([ruff, "check", "--select", "PLR1714", "--no-cache", "--quiet", "sglang"], tree, dict(os.environ))[0] for _ in range(args.runs)]
+    ruff_runs = [
+        timed(
+            [ruff, "check", "--select", "PLR1714", "--no-cache", "--quiet", "sglang"],
+            tree,
+            dict(os.environ),
+        )[0]
+        for _ in range(args.runs)
+    ]
     cold_median, warm_median, ruff_median = (statistics.median(x) for x in (cold, warm, ruff_runs))
-    print(f"tree: sglang {args.version}, {len(files)} files, {size / 1e6:.1f} MB, {os.cpu_count()} CPUs")
-    print(f"driftcheck cold (no cache): median {cold_median:.3f} s  runs {', '.join(f'{x:.3f}' for x in cold)}  (target <= 2 s)")
-    print(f"driftcheck warm (cached):   median {warm_median:.3f} s  runs {', '.join(f'{x:.3f}' for x in warm)}  (target <= 0.5 s)")
+    print(
+        f"tree: sglang {args.version}, {len(files)} files, {size / 1e6:.1f} MB, {os.cpu_count()} CPUs"
+    )
+    print(
+        f"driftcheck cold (no cache): median {cold_median:.3f} s  runs {', '.join(f'{x:.3f}' for x in cold)}  (target <= 2 s)"
+    )
+    print(
+        f"driftcheck warm (cached):   median {warm_median:.3f} s  runs {', '.join(f'{x:.3f}' for x in warm)}  (target <= 0.5 s)"
+    )
     print(f"driftcheck peak memory (process tree): {max(peaks):.0f} MB  (target <= 300 MB)")
     print(f"ruff check --select PLR1714 --no-cache: median {ruff_median:.3f} s")
-    print(f"ratio driftcheck cold / ruff: {cold_median / ruff_median:.2f}x; warm / ruff: {warm_median / ruff_median:.2f}x")
+    print(
+        f"ratio driftcheck cold / ruff: {cold_median / ruff_median:.2f}x; warm / ruff: {warm_median / ruff_median:.2f}x"
+    )
     print(f"last exit code: {code}")
     return 0
 

@@ -53,7 +53,13 @@ def write_baseline(path: Path, findings: list[Finding]) -> None:
     """Write ``findings`` as a baseline, atomically, sorted for stable diffs."""
     entries = sorted(
         (
-            {"key": f.key, "code": f.code, "path": f.path, "symbol": f.symbol, "missing": list(f.missing)}
+            {
+                "key": f.key,
+                "code": f.code,
+                "path": f.path,
+                "symbol": f.symbol,
+                "missing": list(f.missing),
+            }
             for f in findings
         ),
         key=lambda e: (e["path"], e["symbol"], e["code"], e["key"]),

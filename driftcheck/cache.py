@@ -21,7 +21,16 @@ from .scan import FileScan
 
 CACHE_DIR_NAME = ".driftcheck_cache"
 FORMAT = 1
-SCANNER_MODULES = ("model", "scan", "sites", "receivers", "classify", "prefilter", "suppressions", "universe")
+SCANNER_MODULES = (
+    "model",
+    "scan",
+    "sites",
+    "receivers",
+    "classify",
+    "prefilter",
+    "suppressions",
+    "universe",
+)
 
 
 def scanner_digest() -> str:
@@ -82,7 +91,11 @@ class ScanCache:
     def get(self, rel: str, stat: os.stat_result) -> FileScan | None:
         """The cached scan of ``rel`` if the file is unchanged since it was cached."""
         entry = self.entries.get(rel)
-        if entry is None or entry.get("size") != stat.st_size or entry.get("mtime") != stat.st_mtime_ns:
+        if (
+            entry is None
+            or entry.get("size") != stat.st_size
+            or entry.get("mtime") != stat.st_mtime_ns
+        ):
             return None
         try:
             return FileScan.from_dict(json.loads(entry["data"]))

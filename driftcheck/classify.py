@@ -56,10 +56,14 @@ def classify(
     in_test = isinstance(stmt, (ast.If, ast.While)) and (
         stmt.test is node or any(a is stmt.test for a in ancestors)
     )
-    for ancestor in ancestors:
-        if isinstance(ancestor, ast.BoolOp) and isinstance(ancestor.op, ast.And):
-            if any(_implementation_evidence(sub, is_other_backend_test) for value in ancestor.values for sub in ast.walk(value)):
-                return "dispatch"
+    conjunctions = [a for a in ancestors if isinstance(a, ast.BoolOp) and isinstance(a.op, ast.And)]
+    for conjunction in conjunctions:
+        if any(
+            _implementation_evidence(sub, is_other_backend_test)
+            for value in conjunction.values
+            for sub in ast.walk(value)
+        ):
+            return "dispatch"
     if isinstance(stmt, ast.Assert):
         return "allowlist"
     if in_test and isinstance(stmt, ast.If):
@@ -78,11 +82,19 @@ def classify(
 IMPLEMENTATION_WORDS = ("deep_gemm", "deepgemm", "runner", "kernel", "dtype", "quant")
 
 
-def _implementation_evidence(node: ast.AST, is_other_backend_test: Callable[[ast.expr], bool]) -> bool:
+def _implementation_evidence(
+    node: ast.AST, is_other_backend_test: Callable[[ast.expr], bool]
+) -> bool:
     """A conjunct that pins an implementation: another backend's ``is_*()``, a dtype, a kernel."""
     if isinstance(node, ast.expr) and is_other_backend_test(node):
         return True
-    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+    name = (
+        node.attr
+        if isinstance(node, ast.Attribute)
+        else node.id
+        if isinstance(node, ast.Name)
+        else None
+    )
     return name is not None and any(word in name.lower() for word in IMPLEMENTATION_WORDS)
 
 

@@ -200,7 +200,9 @@ def config_from_table(section: dict[str, Any], label: str) -> Config:
         kwargs["select"] = _string_list(label, "select", section["select"])
     for spec in kwargs.get("canonical", ()):
         if ":" not in spec:
-            raise ConfigError(label, f"canonical entry '{spec}' must look like 'package.module:function'")
+            raise ConfigError(
+                label, f"canonical entry '{spec}' must look like 'package.module:function'"
+            )
     if "label" in section:
         if not isinstance(section["label"], str):
             raise ConfigError(label, "[tool.driftcheck] label must be a string")
@@ -237,8 +239,12 @@ def _policies(label: str, raw: Any, warnings: list[str]) -> list[SitePolicy]:
             SitePolicy(
                 path=str(entry["path"]),
                 symbol=entry.get("symbol"),
-                allow_missing=frozenset(_string_list(label, "allow-missing", entry.get("allow-missing", []))),
-                allow_extra=frozenset(_string_list(label, "allow-extra", entry.get("allow-extra", []))),
+                allow_missing=frozenset(
+                    _string_list(label, "allow-missing", entry.get("allow-missing", []))
+                ),
+                allow_extra=frozenset(
+                    _string_list(label, "allow-extra", entry.get("allow-extra", []))
+                ),
                 fix_style=entry.get("fix-style"),
                 reason=str(entry.get("reason", "")),
                 kind=entry.get("kind"),

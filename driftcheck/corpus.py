@@ -65,7 +65,9 @@ def _download_wheel(version: str, dest: Path) -> Path:
 def fetch_release(version: str) -> Path:
     """Return a directory whose ``sglang/`` holds release ``version``'s source tree."""
     if version not in PINNED_SHA256:
-        raise CorpusError(f"no pinned checksum for sglang {version}; known: {sorted(PINNED_SHA256)}")
+        raise CorpusError(
+            f"no pinned checksum for sglang {version}; known: {sorted(PINNED_SHA256)}"
+        )
     target = cache_root() / f"sglang-{version}"
     marker = target / ".complete"
     if marker.exists() and marker.read_text().strip() == PINNED_SHA256[version]:

@@ -51,7 +51,11 @@ def _leaves(node: ast.expr) -> list[ast.expr] | None:
         return out
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         return _leaves(node.operand)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr.startswith("is_"):
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr.startswith("is_")
+    ):
         return [node]
     return None
 
@@ -65,7 +69,11 @@ def candidate_of(func: ast.FunctionDef) -> tuple[str, tuple[str, ...]] | None:
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]
     for stmt in body[:-1]:
-        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+        if not (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+        ):
             return None
         getter = _getter_of(stmt.value, aliases)
         if getter is None:
@@ -99,7 +107,9 @@ def discover(root: Path, targets: list[Path], problems: list[Problem]) -> list[C
         try:
             tree = ast.parse(data)
         except (SyntaxError, ValueError) as exc:
-            problems.append(Problem(relpath(root, path), getattr(exc, "lineno", None), f"syntax error: {exc}"))
+            problems.append(
+                Problem(relpath(root, path), getattr(exc, "lineno", None), f"syntax error: {exc}")
+            )
             continue
         module = module_name_of(root, path)
         for stmt in tree.body:
@@ -107,5 +117,13 @@ def discover(root: Path, targets: list[Path], problems: list[Problem]) -> list[C
                 result = candidate_of(stmt)
                 if result is not None:
                     getter, methods = result
-                    found.append(Candidate(f"{module}:{stmt.name}", relpath(root, path), stmt.lineno, getter, methods))
+                    found.append(
+                        Candidate(
+                            f"{module}:{stmt.name}",
+                            relpath(root, path),
+                            stmt.lineno,
+                            getter,
+                            methods,
+                        )
+                    )
     return sorted(found, key=lambda c: (c.path, c.line))

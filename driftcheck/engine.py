@@ -136,12 +136,18 @@ def check(
     prefix = str(root).rstrip(os.sep) + os.sep
     for path in files:
         text = str(path)
-        rel = text[len(prefix) :].replace(os.sep, "/") if text.startswith(prefix) else relpath(root, path)
+        rel = (
+            text[len(prefix) :].replace(os.sep, "/")
+            if text.startswith(prefix)
+            else relpath(root, path)
+        )
         try:
             stat = path.stat()
         except OSError as exc:
             if rel in requested:
-                result.problems.append(Problem(rel, None, f"cannot read file: {exc.strerror or exc}"))
+                result.problems.append(
+                    Problem(rel, None, f"cannot read file: {exc.strerror or exc}")
+                )
             continue
         stats[rel] = stat
         cached = cache.get(rel, stat) if cache else None
@@ -162,7 +168,16 @@ def check(
             )
         cache.save()
     latent = latent_members(root, config, universe, result.scans)
-    judge = Judge(universe, config, selected_codes(select if select is not None else config.select, [*config.ignore, *ignore], config.extend_select), latent)
+    judge = Judge(
+        universe,
+        config,
+        selected_codes(
+            select if select is not None else config.select,
+            [*config.ignore, *ignore],
+            config.extend_select,
+        ),
+        latent,
+    )
     judge.index_siblings(result.scans)
     findings: list[Finding] = []
     result.scans = {rel: scan for rel, scan in result.scans.items() if rel in requested}
@@ -187,10 +202,14 @@ def _scan_all(
     workers = min(jobs or default_jobs(), max(1, len(pending) // 64))
     if workers <= 1 or len(pending) < PARALLEL_THRESHOLD:
         return [scan_path((p, r, universe, prefilter, register_calls)) for p, r in pending]
-    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    context = multiprocessing.get_context(
+        "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    )
     # large files first so workers finish together
     ordered = sorted(pending, key=lambda item: -_size(item[0]))
-    with context.Pool(workers, initializer=_init_worker, initargs=(universe, prefilter, register_calls)) as pool:
+    with context.Pool(
+        workers, initializer=_init_worker, initargs=(universe, prefilter, register_calls)
+    ) as pool:
         return list(pool.imap_unordered(_scan_worker, ordered, chunksize=32))
 
 

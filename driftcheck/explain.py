@@ -28,7 +28,14 @@ def render_rule(code: str) -> str | None:
         for example in rule.INVALID:
             lines += ["```python", example.code.rstrip(), "```", ""]
             if example.expected_fix is not None:
-                lines += ["Fixed (`--fix-style minimal`):", "", "```python", example.expected_fix.rstrip(), "```", ""]
+                lines += [
+                    "Fixed (`--fix-style minimal`):",
+                    "",
+                    "```python",
+                    example.expected_fix.rstrip(),
+                    "```",
+                    "",
+                ]
     if rule.VALID:
         lines += ["## Examples that are not reported", ""]
         for example in rule.VALID:

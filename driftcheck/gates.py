@@ -34,13 +34,21 @@ def registry_keys(root: Path, gate: Gate) -> set[str] | None:
         elif isinstance(stmt, ast.AnnAssign):
             target, value = stmt.target, stmt.value
         if isinstance(target, ast.Name) and target.id == name and isinstance(value, ast.Dict):
-            return {k.value for k in value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+            return {
+                k.value
+                for k in value.keys
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)
+            }
     return None
 
 
 def _live_paths(root: Path, scans: dict[str, FileScan], registered: set[str]) -> set[str]:
     """Model files serving a registered architecture, plus the model modules they import."""
-    by_module = {module_name_of(root, root / path): path for path, scan in scans.items() if scan.entry_classes}
+    by_module = {
+        module_name_of(root, root / path): path
+        for path, scan in scans.items()
+        if scan.entry_classes
+    }
     live = {path for path, scan in scans.items() if set(scan.entry_classes) & registered}
     frontier = list(live)
     while frontier:

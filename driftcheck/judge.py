@@ -21,14 +21,21 @@ from .scan import FileScan
 from .suppressions import Suppression
 
 
-def selected_codes(select: Iterable[str] | None, ignore: Iterable[str], extend: Iterable[str] = ()) -> set[str]:
+def selected_codes(
+    select: Iterable[str] | None, ignore: Iterable[str], extend: Iterable[str] = ()
+) -> set[str]:
     """The rule codes a run reports (prefix matching: ``DC00`` selects DC001..DC009)."""
+
     def matching(prefixes: Iterable[str]) -> set[str]:
         prefixes = [p.strip().upper() for p in prefixes if p.strip()]
-        return {code for code in CATALOGUE if any(code.startswith(p) or p == "ALL" for p in prefixes)}
+        return {
+            code for code in CATALOGUE if any(code.startswith(p) or p == "ALL" for p in prefixes)
+        }
 
     chosen = (
-        matching(select) if select is not None else {c for c, r in CATALOGUE.items() if r.default_enabled}
+        matching(select)
+        if select is not None
+        else {c for c, r in CATALOGUE.items() if r.default_enabled}
     )
     chosen |= matching(extend)
     return chosen - matching(ignore)
@@ -103,8 +110,14 @@ class Judge:
             findings.extend(self._stale(scan, used))
         return findings
 
-    def _judge_site(self, site: Site, suppressions: list[Suppression], used: set[int]) -> list[Finding]:
-        nearby = [s for s in suppressions if s.error is None and _applicable(s, site, site.statement_line or site.span.line)]
+    def _judge_site(
+        self, site: Site, suppressions: list[Suppression], used: set[int]
+    ) -> list[Finding]:
+        nearby = [
+            s
+            for s in suppressions
+            if s.error is None and _applicable(s, site, site.statement_line or site.span.line)
+        ]
         allowed_missing: set[str] = set()
         allowed_extra: set[str] = set()
         ignored: set[str] = set()

@@ -187,9 +187,7 @@ class Site:
         """Plain-data form (sets become sorted lists) for the cache and JSON output."""
         data = asdict(self)
         data["members"] = sorted(self.members)
-        data["operands"] = [
-            {**asdict(op), "members": sorted(op.members)} for op in self.operands
-        ]
+        data["operands"] = [{**asdict(op), "members": sorted(op.members)} for op in self.operands]
         return data
 
     @staticmethod
@@ -205,7 +203,9 @@ class Site:
             )
             for o in data["operands"]
         )
-        fields = {k: v for k, v in data.items() if k not in ("members", "operands", "span", "helpers")}
+        fields = {
+            k: v for k, v in data.items() if k not in ("members", "operands", "span", "helpers")
+        }
         return Site(
             **fields,
             span=Span(**data["span"]),
@@ -224,13 +224,18 @@ class Fix:
     replacement: str
     flips: tuple[str, ...]
     import_line: str | None = None
+    # how the value changes for the flipped members: "False -> True" (computed, not assumed)
+    change: str = ""
+    # further edits the fix needs outside ``span``: the helper's import, an unused receiver
+    edits: tuple[tuple[Span, str], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form: ``{"style", "replacement", "flips"}`` plus the span."""
+        """JSON form: ``{"style", "replacement", "flips", "change"}`` plus the span."""
         return {
             "style": self.style,
             "replacement": self.replacement,
             "flips": list(self.flips),
+            "change": self.change,
             "span": asdict(self.span),
             "import": self.import_line,
         }

@@ -37,7 +37,6 @@ class Prefilter:
                 return True
         return bool(seen) and any(helper in data for helper in self.helpers)
 
-
     def hot_lines(self, data: bytes) -> list[int]:
         """1-based line numbers holding a member token, a helper name or a receiver name."""
         offsets = [m.start() for m in self.member_pattern.finditer(data)]

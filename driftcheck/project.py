@@ -10,7 +10,18 @@ from .config import Config
 from .model import Problem
 
 SOURCE_PREFIXES = ("", "python", "src")
-SKIP_DIRS = {".git", "__pycache__", ".driftcheck_cache", ".tox", ".venv", "venv", "node_modules", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
+SKIP_DIRS = {
+    ".git",
+    "__pycache__",
+    ".driftcheck_cache",
+    ".tox",
+    ".venv",
+    "venv",
+    "node_modules",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+}
 
 
 def module_candidates(root: Path, module: str) -> list[Path]:
@@ -110,7 +121,11 @@ def _accept(
     if is_link if is_link is not None else path.is_symlink():
         real = os.path.realpath(path)
         if not (real == root_real or real.startswith(root_real + os.sep)):
-            problems.append(Problem(relpath(root, path), None, f"symlink points outside the root ({real}); skipped"))
+            problems.append(
+                Problem(
+                    relpath(root, path), None, f"symlink points outside the root ({real}); skipped"
+                )
+            )
             return None
     rel = _fast_rel(root, path)
     if rel in seen or config.is_excluded(rel):
@@ -122,7 +137,9 @@ def _accept(
 def _fast_rel(root: Path, path: Path) -> str:
     prefix = str(root).rstrip(os.sep) + os.sep
     text = str(path)
-    return text[len(prefix) :].replace(os.sep, "/") if text.startswith(prefix) else relpath(root, path)
+    return (
+        text[len(prefix) :].replace(os.sep, "/") if text.startswith(prefix) else relpath(root, path)
+    )
 
 
 def _walk(
@@ -134,16 +151,26 @@ def _walk(
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError as exc:
-            problems.append(Problem(relpath(root, Path(directory)), None, f"cannot list directory: {exc.strerror}"))
+            problems.append(
+                Problem(
+                    relpath(root, Path(directory)), None, f"cannot list directory: {exc.strerror}"
+                )
+            )
             continue
         subdirs = []
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
-                if entry.name not in SKIP_DIRS and not (config.exclude and config.is_excluded(_fast_rel(root, Path(entry.path)))):
+                if entry.name not in SKIP_DIRS and not (
+                    config.exclude and config.is_excluded(_fast_rel(root, Path(entry.path)))
+                ):
                     subdirs.append(entry.path)
             elif entry.is_symlink():
                 if not os.path.exists(entry.path):
-                    problems.append(Problem(relpath(root, Path(entry.path)), None, "broken symlink or symlink loop"))
+                    problems.append(
+                        Problem(
+                            relpath(root, Path(entry.path)), None, "broken symlink or symlink loop"
+                        )
+                    )
                 elif entry.name.endswith(".py") and os.path.isfile(entry.path):
                     path = _accept(root, Path(entry.path), config, problems, seen, root_real, True)
                     if path is not None:

@@ -58,7 +58,11 @@ class ReceiverScope:
                 or node.id in self.universe.value_attributes
             )
         if isinstance(node, ast.Attribute):
-            if isinstance(node.value, ast.Name) and node.value.id == "self" and node.attr in self.self_attrs:
+            if (
+                isinstance(node.value, ast.Name)
+                and node.value.id == "self"
+                and node.attr in self.self_attrs
+            ):
                 return True
             return node.attr in self.universe.value_attributes
         return False
@@ -84,7 +88,9 @@ def collect_aliases(body: list[ast.stmt], scope: ReceiverScope) -> set[str]:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 if value is None:
                     continue
-                probe = ReceiverScope(scope.universe, scope.local_names | names, scope.self_attrs, scope.module_names)
+                probe = ReceiverScope(
+                    scope.universe, scope.local_names | names, scope.self_attrs, scope.module_names
+                )
                 if probe.is_receiver(value):
                     for target in targets:
                         if isinstance(target, ast.Name) and target.id not in names:
@@ -115,7 +121,10 @@ def annotated_params(func: ast.FunctionDef | ast.AsyncFunctionDef, universe: Uni
     args = func.args
     positional = [*args.posonlyargs, *args.args]
     defaults = [*([None] * (len(positional) - len(args.defaults))), *args.defaults]
-    for arg, default in [*zip(positional, defaults), *zip(args.kwonlyargs, args.kw_defaults)]:
+    for arg, default in [
+        *zip(positional, defaults, strict=True),
+        *zip(args.kwonlyargs, args.kw_defaults, strict=True),
+    ]:
         if default is not None and call_name(default) in universe.getters:
             names.add(arg.arg)
     for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
@@ -123,9 +132,9 @@ def annotated_params(func: ast.FunctionDef | ast.AsyncFunctionDef, universe: Uni
         if annotation is None:
             continue
         text = ast.unparse(annotation)
-        if universe.enum_name in text.replace('"', "").replace("'", "").split("."):
-            names.add(arg.arg)
-        elif text.strip("'\"").endswith(universe.enum_name):
+        if universe.enum_name in text.replace('"', "").replace("'", "").split(".") or text.strip(
+            "'\""
+        ).endswith(universe.enum_name):
             names.add(arg.arg)
     return names
 

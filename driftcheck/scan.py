@@ -77,7 +77,11 @@ def decode_source(data: bytes) -> str:
 
 
 def scan_bytes(
-    rel: str, data: bytes, universe: Universe, prefilter: Prefilter, register_calls: tuple[str, ...] = ()
+    rel: str,
+    data: bytes,
+    universe: Universe,
+    prefilter: Prefilter,
+    register_calls: tuple[str, ...] = (),
 ) -> FileScan:
     """Scan one file's bytes."""
     result = FileScan(path=rel, digest=content_digest(data))
@@ -90,7 +94,9 @@ def scan_bytes(
     try:
         source = decode_source(data)
     except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
-        result.problems.append(Problem(rel, _bad_byte_line(data, exc), f"cannot decode source: {exc}"))
+        result.problems.append(
+            Problem(rel, _bad_byte_line(data, exc), f"cannot decode source: {exc}")
+        )
         return result
     if "\x00" in source:
         line = source[: source.index("\x00")].count("\n") + 1
@@ -103,7 +109,9 @@ def scan_bytes(
         result.problems.append(Problem(rel, exc.lineno, f"syntax error: {message}; file skipped"))
         return result
     except (RecursionError, MemoryError):
-        result.problems.append(Problem(rel, None, "expression nested too deeply to parse; file skipped"))
+        result.problems.append(
+            Problem(rel, None, "expression nested too deeply to parse; file skipped")
+        )
         return result
     result.parsed = True
     try:
@@ -114,7 +122,9 @@ def scan_bytes(
             result.registrations = registrations(tree, register_calls)
     except RecursionError:
         result.sites = []
-        result.problems.append(Problem(rel, None, "expression nested too deeply to analyse; file skipped"))
+        result.problems.append(
+            Problem(rel, None, "expression nested too deeply to analyse; file skipped")
+        )
     return result
 
 
@@ -139,7 +149,11 @@ def registrations(tree: ast.Module, register_calls: tuple[str, ...]) -> list[str
     found: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+            name = (
+                node.func.id
+                if isinstance(node.func, ast.Name)
+                else getattr(node.func, "attr", None)
+            )
             if name in register_calls and node.args:
                 first = node.args[0]
                 if isinstance(first, ast.Constant) and isinstance(first.value, str):

@@ -38,7 +38,9 @@ class Term:
 
 def span_of(node: ast.AST) -> Span:
     """The node's source range (``ast`` positions)."""
-    return Span(node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0)  # type: ignore[attr-defined]
+    return Span(
+        node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0
+    )  # type: ignore[attr-defined]
 
 
 class SiteFinder:
@@ -92,7 +94,11 @@ class SiteFinder:
         """All sites in the module, in source order."""
         module_scope = ReceiverScope(self.universe)
         module_scope.module_names = collect_aliases(
-            [s for s in self.tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))],
+            [
+                s
+                for s in self.tree.body
+                if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            ],
             module_scope,
         )
         self._visit_body(self.tree.body, [], module_scope, self.module_constants, None, (), None)
@@ -114,8 +120,14 @@ class SiteFinder:
                 continue
             if isinstance(stmt, ast.ClassDef):
                 class_scope = ReceiverScope(self.universe, set(), set(), scope.module_names)
-                class_scope.self_attrs = collect_self_attrs(stmt, class_scope) if self._class_aliases_possible(stmt) else set()
-                self._visit_body(stmt.body, [*qualname, stmt.name], class_scope, constants, None, (), None)
+                class_scope.self_attrs = (
+                    collect_self_attrs(stmt, class_scope)
+                    if self._class_aliases_possible(stmt)
+                    else set()
+                )
+                self._visit_body(
+                    stmt.body, [*qualname, stmt.name], class_scope, constants, None, (), None
+                )
                 continue
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 inner = ReceiverScope(
@@ -126,8 +138,12 @@ class SiteFinder:
                 local_constants = {**constants, **_function_constants(stmt)}
                 for default in [*stmt.args.defaults, *stmt.args.kw_defaults]:
                     if default is not None:
-                        self._visit_expr_tree(default, stmt, qualname, scope, constants, func, (), None)
-                self._visit_body(stmt.body, [*qualname, stmt.name], inner, local_constants, stmt, (), None)
+                        self._visit_expr_tree(
+                            default, stmt, qualname, scope, constants, func, (), None
+                        )
+                self._visit_body(
+                    stmt.body, [*qualname, stmt.name], inner, local_constants, stmt, (), None
+                )
                 continue
             self._visit_statement(stmt, qualname, scope, constants, func, guards, parent_if)
 
@@ -144,22 +160,42 @@ class SiteFinder:
         inner_guards = (*guards, stmt.test) if isinstance(stmt, (ast.If, ast.While)) else guards
         for field_name, value in ast.iter_fields(stmt):
             if isinstance(value, ast.expr):
-                self._visit_expr_tree(value, stmt, qualname, scope, constants, func, guards, parent_if)
+                self._visit_expr_tree(
+                    value, stmt, qualname, scope, constants, func, guards, parent_if
+                )
             elif isinstance(value, list):
                 nested = [v for v in value if isinstance(v, ast.stmt)]
                 if nested:
-                    is_elif = field_name == "orelse" and isinstance(stmt, ast.If) and len(nested) == 1 and isinstance(nested[0], ast.If)
+                    is_elif = (
+                        field_name == "orelse"
+                        and isinstance(stmt, ast.If)
+                        and len(nested) == 1
+                        and isinstance(nested[0], ast.If)
+                    )
                     self._visit_body(
                         nested, qualname, scope, constants, func,
                         guards if is_elif else inner_guards, stmt if is_elif else None,  # type: ignore[arg-type]
                     )  # fmt: skip
                 for item in value:
                     if isinstance(item, ast.expr):
-                        self._visit_expr_tree(item, stmt, qualname, scope, constants, func, guards, parent_if)
+                        self._visit_expr_tree(
+                            item, stmt, qualname, scope, constants, func, guards, parent_if
+                        )
                     elif isinstance(item, (ast.ExceptHandler, ast.match_case)):
-                        self._visit_body(item.body, qualname, scope, constants, func, inner_guards, None)
+                        self._visit_body(
+                            item.body, qualname, scope, constants, func, inner_guards, None
+                        )
                     elif isinstance(item, ast.withitem):
-                        self._visit_expr_tree(item.context_expr, stmt, qualname, scope, constants, func, guards, parent_if)
+                        self._visit_expr_tree(
+                            item.context_expr,
+                            stmt,
+                            qualname,
+                            scope,
+                            constants,
+                            func,
+                            guards,
+                            parent_if,
+                        )
 
     def _visit_expr_tree(
         self,
@@ -178,12 +214,17 @@ class SiteFinder:
             self._parents[id(node)] = parent
             if isinstance(node, ast.Lambda):
                 continue
-            if isinstance(node, (ast.BoolOp, ast.UnaryOp, ast.Compare, ast.Call)) and id(node) not in self._consumed:
+            if (
+                isinstance(node, (ast.BoolOp, ast.UnaryOp, ast.Compare, ast.Call))
+                and id(node) not in self._consumed
+            ):
                 site = self._site(node, stmt, qualname, scope, constants, func)
                 if site is not None:
                     kind = self._classify(node, stmt, scope, constants, guards, parent_if)
                     self.sites.append(replace(site, kind=kind))  # type: ignore[arg-type]
-            children = [c for c in ast.iter_child_nodes(node) if self._hot(c) or not hasattr(c, "lineno")]
+            children = [
+                c for c in ast.iter_child_nodes(node) if self._hot(c) or not hasattr(c, "lineno")
+            ]
             stack.extend((child, node) for child in reversed(children))
 
     def _ancestors(self, node: ast.AST, stmt: ast.stmt) -> list[ast.AST]:
@@ -218,7 +259,15 @@ class SiteFinder:
             text = ast.unparse(receiver).lower()
             return "runner" in text or "backend" in text
 
-        return classify(node, stmt, self._ancestors(node, stmt), guards, parent_if, is_backend_term, is_other_backend_test)
+        return classify(
+            node,
+            stmt,
+            self._ancestors(node, stmt),
+            guards,
+            parent_if,
+            is_backend_term,
+            is_other_backend_test,
+        )
 
     def _class_aliases_possible(self, cls: ast.ClassDef) -> bool:
         """Cheap text test before walking a class for ``self.x = get_backend()``."""
@@ -227,7 +276,9 @@ class SiteFinder:
         return any(getter.encode() in text for getter in self.universe.getters)
 
     # -- terms ----------------------------------------------------------------------------
-    def _collection(self, node: ast.expr, constants: dict[str, frozenset[str]]) -> tuple[str, frozenset[str]] | None:
+    def _collection(
+        self, node: ast.expr, constants: dict[str, frozenset[str]]
+    ) -> tuple[str, frozenset[str]] | None:
         if isinstance(node, ast.Name) and node.id in constants:
             members = constants[node.id] & set(self.universe.values)
             return ("string", frozenset(members)) if members else None
@@ -261,7 +312,9 @@ class SiteFinder:
             return ("enum", value) if value is not None else None
         return None
 
-    def _term(self, node: ast.expr, scope: ReceiverScope, constants: dict[str, frozenset[str]]) -> Term | None:
+    def _term(
+        self, node: ast.expr, scope: ReceiverScope, constants: dict[str, frozenset[str]]
+    ) -> Term | None:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             inner = self._term(node.operand, scope, constants)
             if inner is None:
@@ -274,7 +327,13 @@ class SiteFinder:
                 if pred is not None and len(pred.members) == 1 and pred.narrowing is None:
                     return Term(node, "method", pred.members, False, func.attr)
                 return None
-            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+            name = (
+                func.id
+                if isinstance(func, ast.Name)
+                else func.attr
+                if isinstance(func, ast.Attribute)
+                else None
+            )
             if name in self.helpers:
                 return Term(node, "helper", self.helpers[name].member_set, False, name)
             return None
@@ -290,7 +349,12 @@ class SiteFinder:
                     if scope.is_value_expr(subject):
                         single = self._single_value(other)
                         if single is not None:
-                            return Term(node, single[0], frozenset({single[1]}), isinstance(op, (ast.NotEq, ast.IsNot)))
+                            return Term(
+                                node,
+                                single[0],
+                                frozenset({single[1]}),
+                                isinstance(op, (ast.NotEq, ast.IsNot)),
+                            )
         return None
 
     # -- sites ----------------------------------------------------------------------------
@@ -313,7 +377,11 @@ class SiteFinder:
         constants: dict[str, frozenset[str]],
         func: ast.FunctionDef | ast.AsyncFunctionDef | None,
     ) -> Site | None:
-        if isinstance(node, ast.Call) or (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq, ast.Is, ast.IsNot))):
+        if isinstance(node, ast.Call) or (
+            isinstance(node, ast.Compare)
+            and len(node.ops) == 1
+            and isinstance(node.ops[0], (ast.Eq, ast.NotEq, ast.Is, ast.IsNot))
+        ):
             term = self._term(node, scope, constants)
             if term is None or term.kind == "helper" or len(term.members) != 1:
                 return None
@@ -338,7 +406,19 @@ class SiteFinder:
                     return None
                 terms, helpers, other = result
                 self._consumed.add(id(inner))
-                return self._make(node, stmt, qualname, func, "not-or", "negative", terms, helpers, other, scope, None)
+                return self._make(
+                    node,
+                    stmt,
+                    qualname,
+                    func,
+                    "not-or",
+                    "negative",
+                    terms,
+                    helpers,
+                    other,
+                    scope,
+                    None,
+                )
             return None
         if isinstance(node, ast.BoolOp):
             negated = isinstance(node.op, ast.And)
@@ -357,7 +437,11 @@ class SiteFinder:
         return None
 
     def _chain(
-        self, node: ast.BoolOp, scope: ReceiverScope, constants: dict[str, frozenset[str]], want_negated: bool
+        self,
+        node: ast.BoolOp,
+        scope: ReceiverScope,
+        constants: dict[str, frozenset[str]],
+        want_negated: bool,
     ) -> tuple[list[Term], list[Term], bool] | None:
         operands = self._flatten(node)
         terms: list[Term] = []
@@ -399,7 +483,11 @@ class SiteFinder:
         for term in terms:
             members |= term.members
         context, role = self._context(node, stmt, func)
-        enumerator = func.name if (func is not None and context == "return" and self._is_whole_return(node, stmt)) else None
+        enumerator = (
+            func.name
+            if (func is not None and context == "return" and self._is_whole_return(node, stmt))
+            else None
+        )
         operands = tuple(
             Operand(
                 kind=t.kind,  # type: ignore[arg-type]
@@ -442,7 +530,9 @@ class SiteFinder:
     def _is_whole_return(self, node: ast.expr, stmt: ast.stmt) -> bool:
         return isinstance(stmt, ast.Return) and stmt.value is node
 
-    def _context(self, node: ast.expr, stmt: ast.stmt, func: ast.FunctionDef | ast.AsyncFunctionDef | None) -> tuple[str, str]:
+    def _context(
+        self, node: ast.expr, stmt: ast.stmt, func: ast.FunctionDef | ast.AsyncFunctionDef | None
+    ) -> tuple[str, str]:
         """Where the site's value goes: (context, role name)."""
         child: ast.AST = node
         parent = self._parents.get(id(node), stmt)
@@ -506,7 +596,11 @@ def _function_constants(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[st
 
 
 def find_sites(
-    universe: Universe, source: str, tree: ast.Module, path: str, hot_lines: Sequence[int] | None = None
+    universe: Universe,
+    source: str,
+    tree: ast.Module,
+    path: str,
+    hot_lines: Sequence[int] | None = None,
 ) -> list[Site]:
     """All enumeration sites in a parsed module (``hot_lines`` prunes statements without tokens)."""
     return SiteFinder(universe, source, tree, path, hot_lines).find()

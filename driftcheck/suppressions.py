@@ -59,7 +59,17 @@ def parse_suppressions(source: str) -> list[Suppression]:
         line, col = token.start
         match = PATTERN.search(token.string)
         if match is None:
-            found.append(Suppression(line, col, "invalid", (), "", token.string, "unrecognised driftcheck comment; expected 'allow-missing[...] -- reason', 'allow-extra[...] -- reason' or 'ignore[CODE] -- reason'"))
+            found.append(
+                Suppression(
+                    line,
+                    col,
+                    "invalid",
+                    (),
+                    "",
+                    token.string,
+                    "unrecognised driftcheck comment; expected 'allow-missing[...] -- reason', 'allow-extra[...] -- reason' or 'ignore[CODE] -- reason'",
+                )
+            )
             continue
         items = tuple(i.strip() for i in (match.group("items") or "").split(",") if i.strip())
         reason = match.group("reason") or ""
@@ -68,5 +78,7 @@ def parse_suppressions(source: str) -> list[Suppression]:
             error = "suppression needs a reason after '--'"
         elif match.group("verb") != "ignore" and not items:
             error = f"{match.group('verb')} needs the members it accepts in brackets"
-        found.append(Suppression(line, col, match.group("verb"), items, reason, token.string, error))
+        found.append(
+            Suppression(line, col, match.group("verb"), items, reason, token.string, error)
+        )
     return found

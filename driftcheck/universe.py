@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .config import Config
 from .interpret import Interpreter, Scope, Unproven, member_truths
-from .model import Family, MethodPredicate, Member, Universe
+from .model import Family, Member, MethodPredicate, Universe
 from .project import module_candidates, relpath, resolve_module
 
 
@@ -73,7 +73,9 @@ def string_set_literal(node: ast.expr | None) -> frozenset[str] | None:
     ) and len(node.args) == 1 and not node.keywords:  # fmt: skip
         node = node.args[0]
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and node.elts:
-        values = [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        values = [
+            e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)
+        ]
         if len(values) == len(node.elts):
             return frozenset(values)
     return None
@@ -172,7 +174,11 @@ def load_universe(root: Path, config: Config) -> LoadedUniverse:
         )
     members = _enum_members(cls)
     if len(members) < 2:
-        raise UniverseError(relpath(root, first_path), f"enum {enum_name} has fewer than two string members", cls.lineno)
+        raise UniverseError(
+            relpath(root, first_path),
+            f"enum {enum_name} has fewer than two string members",
+            cls.lineno,
+        )
     methods = _zero_arg_methods(cls)
     getters = frozenset(
         name
@@ -275,7 +281,8 @@ def _family(
     func = module.functions.get(name)
     if func is None:
         raise UniverseError(
-            relpath(root, path), f"canonical predicate {module_name}:{name}: no top-level function {name}()"
+            relpath(root, path),
+            f"canonical predicate {module_name}:{name}: no top-level function {name}()",
         )
     local_scope = Scope(**{**scope.__dict__, "functions": {**scope.functions, **module.functions}})
     try:
@@ -308,7 +315,10 @@ def _source_order(func: ast.FunctionDef, scope: Scope) -> list[str]:
             if method is not None:
                 for value in scope.attr_to_value.values():
                     try:
-                        if Interpreter(scope, value, {}).method(node.func.attr) and value not in order:
+                        if (
+                            Interpreter(scope, value, {}).method(node.func.attr)
+                            and value not in order
+                        ):
                             order.append(value)
                     except Unproven:
                         break

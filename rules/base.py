@@ -91,7 +91,9 @@ def effective_members(site: Site, universe: Universe) -> frozenset[str]:
     return frozenset(covered)
 
 
-def drift(site: Site, family: Family, universe: Universe) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+def drift(
+    site: Site, family: Family, universe: Universe
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     """(members present in source order, missing in the helper's order, extras in source order)."""
     present: list[str] = []
     for operand in site.operands:

@@ -53,8 +53,7 @@ return is_deepep_class_backend() or b.is_megamoe() or b.is_ascend_fuseep()
             note="calls the helper and adds an extra",
         ),
         Example(
-            "def only_deepep() -> bool:\n"
-            "    return get_moe_a2a_backend().is_deepep()\n",
+            "def only_deepep() -> bool:\n    return get_moe_a2a_backend().is_deepep()\n",
             note="a single-backend check is not an enumeration",
         ),
         Example(

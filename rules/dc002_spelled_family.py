@@ -71,7 +71,7 @@ enable with `--select DC002` when cleaning up.
                     extra=extra,
                     message=f"{subject(site)} spells out all {len(family.members)} {family.label} backends by hand; call {family.name}(){tail}",
                     kind=site.kind,
-                subject=subject(site),
+                    subject=subject(site),
                 )
             )
         return findings

@@ -39,23 +39,23 @@ usually run on server arguments, before the runtime backend the helper reads is 
     VALID = [
         Example(
             "def uses_transfer(args) -> bool:\n"
-            "    return args.disaggregation_transfer_backend in (\"mooncake\", \"nixl\")\n",
+            '    return args.disaggregation_transfer_backend in ("mooncake", "nixl")\n',
             note="a different setting that shares value names",
         ),
         Example(
             "def check(args):\n"
-            "    if args.moe_a2a_backend not in (\"none\", \"megamoe\"):\n"
-            "        raise ValueError(\"unsupported\")\n",
+            '    if args.moe_a2a_backend not in ("none", "megamoe"):\n'
+            '        raise ValueError("unsupported")\n',
             note="no overlap with the family",
         ),
     ]
     INVALID = [
         Example(
             "def uses_a2a(server_args) -> bool:\n"
-            "    return server_args.moe_a2a_backend in (\"deepep\", \"mooncake\", \"mori\")\n",
+            '    return server_args.moe_a2a_backend in ("deepep", "mooncake", "mori")\n',
             missing=("deepep_v2", "pplx"),
             expected_fix="def uses_a2a(server_args) -> bool:\n"
-            "    return server_args.moe_a2a_backend in (\"deepep\", \"deepep_v2\", \"mooncake\", \"mori\", \"pplx\")\n",
+            '    return server_args.moe_a2a_backend in ("deepep", "deepep_v2", "mooncake", "mori", "pplx")\n',
         ),
         Example(
             "def uses_a2a() -> bool:\n"
@@ -67,14 +67,14 @@ usually run on server arguments, before the runtime backend the helper reads is 
             "    return b in (MoeA2ABackend.DEEPEP, MoeA2ABackend.DEEPEP_V2, MoeA2ABackend.MOONCAKE, MoeA2ABackend.MORI, MoeA2ABackend.PPLX)\n",
         ),
         Example(
-            "_A2A_BACKENDS = frozenset({\"deepep\", \"mooncake\", \"mori\", \"pplx\"})\n\n\n"
+            '_A2A_BACKENDS = frozenset({"deepep", "mooncake", "mori", "pplx"})\n\n\n'
             "def spans_ep(view) -> bool:\n"
             "    return view.moe_a2a_backend in _A2A_BACKENDS\n",
             missing=("deepep_v2",),
         ),
         Example(
             "def uses_a2a(cfg) -> bool:\n"
-            "    return cfg.moe_a2a_backend == \"deepep\" or cfg.moe_a2a_backend == \"mori\"\n",
+            '    return cfg.moe_a2a_backend == "deepep" or cfg.moe_a2a_backend == "mori"\n',
             missing=("deepep_v2", "mooncake", "pplx"),
         ),
     ]

@@ -65,7 +65,7 @@ Delete the redundant term (and its comment).
                     extra=redundant,
                     message=f"{subject(site)} tests {', '.join(redundant)} alongside {family.name}(), which already includes {'it' if len(redundant) == 1 else 'them'}",
                     kind=site.kind,
-                subject=subject(site),
+                    subject=subject(site),
                 )
             )
         return findings

@@ -33,16 +33,16 @@ Add the member if it is supported; otherwise suppress with the reason:
     VALID = [
         Example(
             "def check(args):\n"
-            "    if args.moe_a2a_backend not in (\"deepep\", \"mooncake\", \"mori\"):\n"
-            "        raise ValueError(\"unsupported\")\n",
+            '    if args.moe_a2a_backend not in ("deepep", "mooncake", "mori"):\n'
+            '        raise ValueError("unsupported")\n',
             note="off by default",
         )
     ]
     INVALID = [
         Example(
             "def check(args):\n"
-            "    if args.moe_a2a_backend not in (\"deepep\", \"mooncake\", \"mori\"):\n"
-            "        raise ValueError(\"unsupported\")\n",
+            '    if args.moe_a2a_backend not in ("deepep", "mooncake", "mori"):\n'
+            '        raise ValueError("unsupported")\n',
             select=("DC010",),
             missing=("deepep_v2", "pplx"),
         )

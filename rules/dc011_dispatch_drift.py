@@ -15,7 +15,9 @@ class DispatchDrift(Rule):
     name = "dispatch-missing-members"
     severity = "warning"
     default_enabled = False
-    summary = "Per-backend dispatch arm or kernel capability list misses members of the canonical family"
+    summary = (
+        "Per-backend dispatch arm or kernel capability list misses members of the canonical family"
+    )
     explanation = """\
 ## What it does
 Reports enumerations that select an implementation: one arm of an `if`/`elif` chain whose

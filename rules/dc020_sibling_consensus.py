@@ -89,7 +89,11 @@ Do what the sibling does: call the canonical helper (keeping the site's extras).
             )
             if reference is None:
                 continue
-            how = f"calls {family.name}()" if family.name in reference.helpers else f"lists all {len(family.members)}"
+            how = (
+                f"calls {family.name}()"
+                if family.name in reference.helpers
+                else f"lists all {len(family.members)}"
+            )
             sibling = reference.path.rsplit("/", 1)[-1]
             findings.append(
                 Finding(
@@ -107,7 +111,7 @@ Do what the sibling does: call the canonical helper (keeping the site's extras).
                         f"{sibling}:{reference.line} ({reference.symbol}) {how}; missing {', '.join(missing)}"
                     ),
                     kind=site.kind,
-                subject=subject(site),
+                    subject=subject(site),
                 )
             )
         return findings

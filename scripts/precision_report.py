@@ -7,8 +7,9 @@ Usage: python scripts/precision_report.py [VERSION ...]
 from __future__ import annotations
 
 import sys
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 from driftcheck.corpus import PINNED_SHA256, fetch_release
 from driftcheck.engine import check
@@ -47,7 +48,9 @@ def version_section(version: str, reviews: dict) -> tuple[list[str], dict[str, i
         tally["default"] += default
         tally["default drift"] += default and bool(review) and review["verdict"] == "drift"
         tally["unreviewed"] += review is None
-        tally["drift off by default"] += (not default) and bool(review) and review["verdict"] == "drift"
+        tally["drift off by default"] += (
+            (not default) and bool(review) and review["verdict"] == "drift"
+        )
     rows.append("")
     rows.append(
         f"Default report: {tally['default']} findings, {tally['default drift']} judged drift; "

@@ -32,7 +32,10 @@ def example_tree(tmp: Path, snippet: str, siblings: dict[str, str] | None = None
 
 
 def run_example(
-    tmp: Path, snippet: str, select: tuple[str, ...] | None = None, siblings: dict[str, str] | None = None
+    tmp: Path,
+    snippet: str,
+    select: tuple[str, ...] | None = None,
+    siblings: dict[str, str] | None = None,
 ) -> CheckResult:
     """Check the example file (and its siblings); only the example's findings are returned."""
     root = example_tree(tmp, snippet, siblings)

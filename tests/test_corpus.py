@@ -21,7 +21,9 @@ def reviewed_snapshot(name: str) -> list[str]:
 def test_default_report_on_0_5_23_is_the_reviewed_snapshot(sglang_0_5_23: Path) -> None:
     result = check([sglang_0_5_23], use_cache=False)
     assert result.problems == []
-    assert [format_finding(f, color=False) for f in result.findings] == reviewed_snapshot("sglang-0.5.23.txt")
+    assert [format_finding(f, color=False) for f in result.findings] == reviewed_snapshot(
+        "sglang-0.5.23.txt"
+    )
 
 
 def test_kimi_k3_uses_ep_a2a_on_0_5_23(sglang_0_5_23: Path) -> None:
@@ -49,10 +51,14 @@ def test_universe_is_read_from_the_release(sglang_0_5_23: Path) -> None:
 
 
 @pytest.mark.parametrize(("version", "lines"), [("0.5.20", (545, 2349)), ("0.5.21", (544, 2405))])
-def test_inline_k3_lists_of_older_releases_are_both_reported(sglang_release, version: str, lines: tuple[int, int]) -> None:
+def test_inline_k3_lists_of_older_releases_are_both_reported(
+    sglang_release, version: str, lines: tuple[int, int]
+) -> None:
     tree = sglang_release(version)
     result = check([tree / "sglang/srt/models/kimi_k3.py"], use_cache=False)
-    reported = [(f.code, f.span.line, f.missing) for f in result.findings if f.path.endswith("kimi_k3.py")]
+    reported = [
+        (f.code, f.span.line, f.missing) for f in result.findings if f.path.endswith("kimi_k3.py")
+    ]
     assert reported == [
         ("DC001", lines[0], ("deepep_v2", "pplx")),
         ("DC001", lines[1], ("deepep_v2", "pplx")),

@@ -112,7 +112,9 @@ def test_and_of_negations_is_de_morgan(tmp_path: Path) -> None:
         "        return x\n"
         "    return -x\n"
     )
-    assert findings(tmp_path, code) == [("DC001", 3, ("deepep_v2", "mori", "pplx"), ("ascend_fuseep",))]
+    assert findings(tmp_path, code) == [
+        ("DC001", 3, ("deepep_v2", "mori", "pplx"), ("ascend_fuseep",))
+    ]
 
 
 def test_negated_helper_mixed_with_an_extra_is_fine(tmp_path: Path) -> None:
@@ -126,7 +128,9 @@ def test_negated_helper_mixed_with_an_extra_is_fine(tmp_path: Path) -> None:
 
 
 def test_string_tuple_membership_on_server_args(tmp_path: Path) -> None:
-    code = "def uses(server_args):\n    return server_args.moe_a2a_backend in ('deepep', 'mooncake')\n"
+    code = (
+        "def uses(server_args):\n    return server_args.moe_a2a_backend in ('deepep', 'mooncake')\n"
+    )
     assert findings(tmp_path, code) == [("DC003", 2, ("deepep_v2", "mori", "pplx"), ())]
 
 

@@ -9,7 +9,9 @@ from .. import __version__
 from ..model import Finding, Problem, Universe
 
 
-def json_document(universe: Universe | None, findings: list[Finding], problems: list[Problem]) -> dict[str, Any]:
+def json_document(
+    universe: Universe | None, findings: list[Finding], problems: list[Problem]
+) -> dict[str, Any]:
     """``{"version", "canonical", "findings", "errors"}`` with deterministic ordering."""
     canonical = {}
     if universe is not None:

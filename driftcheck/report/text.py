@@ -31,7 +31,11 @@ def summary(findings: list[Finding], files: int, baselined: int = 0) -> str:
         base = f"No drift found in {files} file{'s' if files != 1 else ''}."
     else:
         counts = Counter(f.severity for f in findings)
-        parts = [f"{counts[s]} {s}{'s' if counts[s] != 1 else ''}" for s in ("error", "warning", "info") if counts[s]]
+        parts = [
+            f"{counts[s]} {s}{'s' if counts[s] != 1 else ''}"
+            for s in ("error", "warning", "info")
+            if counts[s]
+        ]
         n = len(findings)
         base = f"Found {n} finding{'s' if n != 1 else ''} ({', '.join(parts)}) in {files} file{'s' if files != 1 else ''}."
     if baselined:
