@@ -112,8 +112,12 @@ def check_command(
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
     if result.fatal:
-        for problem in result.problems:
-            click.echo(format_problem(problem, use_color), err=True)
+        if output_format != "text":
+            # machine readers get a document (no findings, the error) rather than empty output
+            _emit(result, [], output_format, use_color, quiet)
+        else:
+            for problem in result.problems:
+                click.echo(format_problem(problem, use_color), err=True)
         sys.exit(2)
     if write_baseline_path is not None:
         write_baseline(write_baseline_path, result.findings)
@@ -128,11 +132,17 @@ def check_command(
         from .fix.apply import apply_fixes
 
         outcome = apply_fixes(result, findings, write=fix and not diff)
-        if diff:
-            click.echo(outcome.diff_text, nl=False)
         for line in outcome.notes:
             click.echo(line, err=True)
         result.problems.extend(outcome.problems)
+        if diff:
+            # stdout carries the patch alone; nothing was written, so every finding still counts
+            click.echo(outcome.diff_text, nl=False)
+            for finding in outcome.remaining:
+                click.echo(format_finding(finding, use_color), err=True)
+            for problem in result.problems:
+                click.echo(format_problem(problem, use_color), err=True)
+            sys.exit(_exit_code(result, findings, fail_on))
         findings = outcome.remaining
     _emit(result, findings, output_format, use_color, quiet)
     sys.exit(_exit_code(result, findings, fail_on))
@@ -152,7 +162,7 @@ def _emit(result: CheckResult, findings: list[Finding], output_format: str, colo
     if output_format == "github":
         from .report.github import render_github
 
-        click.echo(render_github(findings, result.problems), nl=False)
+        click.echo(render_github(findings, result.problems, root=result.root), nl=False)
         return
     for finding in findings:
         click.echo(format_finding(finding, color))
@@ -197,6 +207,11 @@ def discover_command(path: Path) -> None:
     click.echo(f"{len(candidates)} candidate predicate{'s' if len(candidates) != 1 else ''}.", err=True)
     sys.exit(2 if problems else 0)
 
+
+from .verify_cli import gen_test_command, verify_command  # noqa: E402
+
+main.add_command(verify_command)
+main.add_command(gen_test_command)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -46,6 +46,9 @@ class Scope:
     constants: Mapping[str, frozenset[str]] = field(default_factory=dict)
     value_attributes: tuple[str, ...] = ("moe_a2a_backend", "a2a_backend")
     aliases: frozenset[str] = frozenset()
+    # source texts of operands outside the grammar that the caller enumerates as free
+    # boolean inputs, exactly like narrowings (the truth-table engine's unrelated operands)
+    free: frozenset[str] = frozenset()
 
 
 def _text(node: ast.AST) -> str:
@@ -150,6 +153,8 @@ class Interpreter:
             return False
 
     def _eval(self, node: ast.expr, local: dict[str, object], *, in_enum: bool) -> object:
+        if self.scope.free and _text(node) in self.scope.free:
+            return self._narrowing(node)
         if isinstance(node, ast.BoolOp):
             values = [self._eval(v, local, in_enum=in_enum) for v in node.values]
             truths = [self._as_truth(v, node) for v in values]
@@ -257,7 +262,7 @@ class Interpreter:
     def _compare(self, node: ast.Compare, local: dict[str, object], in_enum: bool) -> object:
         left = self._eval(node.left, local, in_enum=in_enum)
         results: list[Truth] = []
-        for op, comparator in zip(node.ops, node.comparators):
+        for op, comparator in zip(node.ops, node.comparators, strict=True):
             right = self._eval(comparator, local, in_enum=in_enum)
             results.append(self._compare_one(op, left, right, node))
             left = right

@@ -56,7 +56,9 @@ class SiteFinder:
     ) -> None:
         self.universe = universe
         self.source = source
-        self.lines = [line.encode("utf-8") for line in source.splitlines(keepends=True)]
+        # bytes.splitlines breaks only at \r\n, \r and \n, as Python's tokenizer does;
+        # str.splitlines also breaks at \f, \v, \x85, \u2028... and shifts every line after
+        self.lines = source.encode("utf-8").splitlines(keepends=True)
         self.hot_lines = sorted(hot_lines) if hot_lines is not None else None
         self.tree = tree
         self.path = path

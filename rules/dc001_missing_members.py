@@ -113,6 +113,10 @@ return is_deepep_class_backend() or b.is_megamoe() or b.is_ascend_fuseep()
             "        return x\n"
             "    return -x\n",
             missing=("deepep_v2", "mooncake", "pplx"),
+            expected_fix="def forward(x):\n"
+            "    if not (get_moe_a2a_backend().is_deepep() or get_moe_a2a_backend().is_deepep_v2() or get_moe_a2a_backend().is_mooncake() or get_moe_a2a_backend().is_mori() or get_moe_a2a_backend().is_pplx()):\n"
+            "        return x\n"
+            "    return -x\n",
         ),
         Example(
             "def forward(x):\n"

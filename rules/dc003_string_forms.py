@@ -71,11 +71,19 @@ usually run on server arguments, before the runtime backend the helper reads is 
             "def spans_ep(view) -> bool:\n"
             "    return view.moe_a2a_backend in _A2A_BACKENDS\n",
             missing=("deepep_v2",),
+            expected_fix='_A2A_BACKENDS = frozenset({"deepep", "deepep_v2", "mooncake", "mori", "pplx"})\n\n\n'
+            "def spans_ep(view) -> bool:\n"
+            "    return view.moe_a2a_backend in _A2A_BACKENDS\n",
+            note="the constant is used only here, so --fix edits its literal",
         ),
         Example(
             "def uses_a2a(cfg) -> bool:\n"
             '    return cfg.moe_a2a_backend == "deepep" or cfg.moe_a2a_backend == "mori"\n',
             missing=("deepep_v2", "mooncake", "pplx"),
+            expected_fix="def uses_a2a(cfg) -> bool:\n"
+            '    return cfg.moe_a2a_backend == "deepep" or cfg.moe_a2a_backend == "deepep_v2" or '
+            'cfg.moe_a2a_backend == "mooncake" or cfg.moe_a2a_backend == "mori" or '
+            'cfg.moe_a2a_backend == "pplx"\n',
         ),
     ]
 

@@ -1,0 +1,97 @@
+"""Time ``driftcheck --fix`` over a copy of a pinned SGLang release and print the figures.
+
+    /work/venv/bin/python benchmarks/bench_fix.py [--version 0.5.23] [--repeat 5]
+
+Each repetition works on a fresh copy of the release (the corpus cache is never modified):
+
+* ``cli --no-cache``: wall time of ``driftcheck --no-cache --fix`` as a subprocess (cold scan);
+* ``cli cached``: wall time of ``driftcheck --fix`` after a plain ``driftcheck`` run filled the
+  scan cache (what a developer sees on the second command);
+* in-process phases: ``check`` (scan + judge), ``attach`` (plan every fix and compute its
+  flips), ``apply`` (splice, byte-compile, atomic write with fsync), ``diff`` (unified diff).
+
+Figures are medians over the repetitions (min in brackets). Nothing here is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from driftcheck.corpus import fetch_release
+from driftcheck.engine import check
+from driftcheck.fix.apply import apply_fixes, attach_fixes
+
+DRIFTCHECK = str(Path(sys.executable).with_name("driftcheck"))
+
+
+def fresh_copy(release: Path, into: Path) -> Path:
+    target = into / f"tree-{time.monotonic_ns()}"
+    shutil.copytree(release, target)
+    return target
+
+
+def timed_cli(tree: Path, *args: str) -> float:
+    start = time.perf_counter()
+    subprocess.run([DRIFTCHECK, *args, "."], cwd=tree, capture_output=True, check=False)
+    return time.perf_counter() - start
+
+
+def phases(tree: Path, style: str) -> dict[str, float]:
+    start = time.perf_counter()
+    result = check([tree], use_cache=False)
+    checked = time.perf_counter()
+    findings = attach_fixes(result, result.findings, style)
+    attached = time.perf_counter()
+    outcome = apply_fixes(result, findings, write=True)
+    applied = time.perf_counter()
+    _ = outcome.diff_text
+    diffed = time.perf_counter()
+    return {
+        "check": checked - start,
+        "attach": attached - checked,
+        "apply": applied - attached,
+        "diff": diffed - applied,
+        "fixes": float(len(outcome.fixed)),
+        "files": float(len(outcome.written)),
+    }
+
+
+def summary(values: list[float]) -> str:
+    return f"{statistics.median(values):6.3f} s  (min {min(values):.3f})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--version", default="0.5.23")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    release = fetch_release(args.version)
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(scratch)
+        for style in ("minimal", "helper"):
+            cold, warm = [], []
+            table: dict[str, list[float]] = {}
+            for _ in range(args.repeat):
+                cold.append(timed_cli(fresh_copy(release, work), "--no-cache", "--fix", "--fix-style", style))
+                tree = fresh_copy(release, work)
+                timed_cli(tree)
+                warm.append(timed_cli(tree, "--fix", "--fix-style", style))
+                for key, value in phases(fresh_copy(release, work), style).items():
+                    table.setdefault(key, []).append(value)
+            print(f"sglang {args.version}, --fix-style {style}, {args.repeat} runs")
+            print(f"  cli --no-cache --fix : {summary(cold)}")
+            print(f"  cli cached --fix     : {summary(warm)}")
+            for key in ("check", "attach", "apply", "diff"):
+                print(f"  in-process {key:<9} : {summary(table[key])}")
+            print(f"  fixes applied        : {int(table['fixes'][0])} in {int(table['files'][0])} files")
+
+
+if __name__ == "__main__":
+    main()

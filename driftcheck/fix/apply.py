@@ -1,0 +1,341 @@
+"""``--fix`` / ``--diff``: plan a fix for each DC001/DC003 finding, then apply them per file.
+
+:func:`attach_fixes` gives every fixable finding either a :class:`~driftcheck.model.Fix` (the
+rewrite, and the backends it flips, computed by evaluating the old and the new expression per
+enum member) or a one-line ``fix_refusal``. :func:`apply_fixes` applies the fixes of each file
+in one pass from the end backwards, checks the result byte-compiles, and writes it atomically
+unless the file changed on disk since it was scanned.
+
+Planning reads only the rewritten expression's text (located by the scan's ``ast`` spans); a
+file's whole-module AST is parsed only for plans that need it (helper style, constants).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+from driftcheck.engine import CheckResult
+from driftcheck.model import Finding, Fix, Problem, Site
+
+from .flips import FlipError, compute_change, site_receivers
+from .helper import plan_helper
+from .imports import import_edit, import_statement
+from .minimal import plan_minimal
+from .plan import FileContext, Refusal, Replacement, Rewrite, SiteJob
+from .text import LineIndex, read_source
+from .unused import unused_receiver_edits
+from .write import WriteError, compiles, unified_diff, write_atomically
+
+FIXABLE_CODES = ("DC001", "DC003")
+
+
+@dataclass
+class FixOutcome:
+    """What applying the fixes did: per-file changes, notes for stderr, what is left."""
+
+    fixed: list[Finding] = field(default_factory=list)
+    remaining: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    changes: dict[str, tuple[str, str]] = field(default_factory=dict)
+    written: list[str] = field(default_factory=list)
+
+    @cached_property
+    def diff_text(self) -> str:
+        """A unified diff of every changed file (``a/``/``b/`` prefixes, root-relative)."""
+        return "".join(unified_diff(rel, old, new) for rel, (old, new) in sorted(self.changes.items()))
+
+
+# -- planning ------------------------------------------------------------------------------
+def attach_fixes(result: CheckResult, findings: list[Finding], style: str) -> list[Finding]:
+    """``findings`` with ``fix`` or ``fix_refusal`` set on each DC001/DC003 finding.
+
+    ``style`` is ``minimal`` or ``helper``; a per-site policy's ``fix-style`` overrides it.
+    """
+    if result.universe is None or result.loaded is None:
+        return findings
+    out = list(findings)
+    by_path: dict[str, list[int]] = defaultdict(list)
+    for index, finding in enumerate(findings):
+        if finding.code in FIXABLE_CODES and finding.missing:
+            by_path[finding.path].append(index)
+    for rel, indexes in by_path.items():
+        for index, fix, refusal in _plan_file(result, rel, [findings[i] for i in indexes], style):
+            out[indexes[index]] = replace(findings[indexes[index]], fix=fix, fix_refusal=refusal)
+    return out
+
+
+def _plan_file(
+    result: CheckResult, rel: str, findings: list[Finding], style: str
+) -> list[tuple[int, Fix | None, str | None]]:
+    scan = result.scans.get(rel)
+    try:
+        source = read_source(result.root / rel)
+    except (OSError, UnicodeDecodeError, SyntaxError, LookupError) as exc:
+        return [(i, None, f"cannot read the file: {exc}") for i in range(len(findings))]
+    if scan is None or source.digest != scan.digest:
+        return [(i, None, "the file changed since it was checked; run again") for i in range(len(findings))]
+    assert result.universe is not None and result.loaded is not None
+    ctx = FileContext(
+        rel=rel,
+        source=source,
+        universe=result.universe,
+        scope=result.loaded.scope,
+        module_name=_module_name(rel),
+        root=result.root,
+        all_files=tuple(result.scans),
+    )
+    outcomes: dict[int, tuple[Fix | None, str | None]] = {}
+    planned: list[tuple[int, SiteJob, Rewrite]] = []
+    for index, finding in enumerate(findings):
+        try:
+            job = _job(result, scan.sites, finding)
+            policy = result.config.policy_for(finding.path, finding.symbol)
+            chosen = policy.fix_style if policy is not None and policy.fix_style else style
+            receivers = frozenset(site_receivers(job.site, ctx.universe))
+            plan = plan_helper if chosen == "helper" else plan_minimal
+            planned.append((index, job, plan(ctx, job, receivers)))
+        except Refusal as exc:
+            outcomes[index] = (None, str(exc))
+        except SyntaxError as exc:
+            outcomes[index] = (None, f"cannot parse the file: {exc.msg}")
+    planned = _drop_overlaps(planned, outcomes, ctx)
+    planned = _add_imports(planned, outcomes, ctx)
+    extras = unused_receiver_edits(ctx, [(job.site.span.line, rewrite) for _, job, rewrite in planned])
+    for position, (index, job, rewrite) in enumerate(planned):
+        rewrite = replace(rewrite, extra=(*rewrite.extra, *extras.get(position, [])))
+        outcomes[index] = _finish(ctx, job, rewrite)
+    return [(i, *outcomes[i]) for i in range(len(findings))]
+
+
+def _module_name(rel: str) -> str:
+    parts = rel[:-3].split("/") if rel.endswith(".py") else rel.split("/")
+    if parts and parts[0] in ("python", "src") and len(parts) > 1:
+        parts = parts[1:]
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _job(result: CheckResult, sites: list[Site], finding: Finding) -> SiteJob:
+    assert result.universe is not None
+    site = next((s for s in sites if s.span == finding.span), None)
+    family = result.universe.family(finding.canonical)
+    if site is None or family is None:
+        raise Refusal("the finding's enumeration was not found in the scan")
+    from driftcheck.rules.base import drift
+
+    _, raw_missing, _ = drift(site, family, result.universe)
+    allowed = frozenset(raw_missing) - frozenset(finding.missing)
+    return SiteJob(finding, site, family, allowed)
+
+
+def _ranges(rewrite: Rewrite) -> list[tuple[int, int]]:
+    return [(r.start, r.end) for r in rewrite.replacements()]
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """Whether two edits touch the same text (an insertion conflicts strictly inside a range,
+    or at the very point of another insertion)."""
+    (s1, e1), (s2, e2) = a, b
+    if s1 == e1 and s2 == e2:
+        return s1 == s2
+    if s1 == e1:
+        return s2 < s1 < e2
+    if s2 == e2:
+        return s1 < s2 < e1
+    return s1 < e2 and s2 < e1
+
+
+def _drop_overlaps(
+    planned: list[tuple[int, SiteJob, Rewrite]],
+    outcomes: dict[int, tuple[Fix | None, str | None]],
+    ctx: FileContext,
+) -> list[tuple[int, SiteJob, Rewrite]]:
+    """Keep the outer of nested or overlapping rewrites; refuse the others."""
+    kept: list[tuple[int, SiteJob, Rewrite]] = []
+    ordered = sorted(planned, key=lambda p: (p[2].primary.start, -p[2].primary.end))
+    for index, job, rewrite in ordered:
+        clash = next(
+            (
+                other
+                for other in kept
+                if any(_overlap(a, b) for a in _ranges(rewrite) for b in _ranges(other[2]))
+            ),
+            None,
+        )
+        if clash is not None:
+            line = clash[1].site.span.line
+            outcomes[index] = (None, f"overlaps the fix of the enclosing enumeration at line {line}; run --fix again")
+            continue
+        kept.append((index, job, rewrite))
+    return sorted(kept, key=lambda p: p[0])
+
+
+def _add_imports(
+    planned: list[tuple[int, SiteJob, Rewrite]],
+    outcomes: dict[int, tuple[Fix | None, str | None]],
+    ctx: FileContext,
+) -> list[tuple[int, SiteJob, Rewrite]]:
+    kept = []
+    for index, job, rewrite in planned:
+        if rewrite.style != "helper":
+            kept.append((index, job, rewrite))
+            continue
+        try:
+            edit = import_edit(ctx, job.family, job.site.span.line)
+        except Refusal as exc:
+            outcomes[index] = (None, str(exc))
+            continue
+        if edit is not None:
+            rewrite = replace(rewrite, extra=(*rewrite.extra, edit), import_line=import_statement(job.family))
+        kept.append((index, job, rewrite))
+    return kept
+
+
+def _finish(ctx: FileContext, job: SiteJob, rewrite: Rewrite) -> tuple[Fix | None, str | None]:
+    """The rewrite as a :class:`Fix`, once its computed change matches the finding."""
+    try:
+        change = compute_change(
+            ctx.scope,
+            ctx.universe,
+            rewrite.before,
+            rewrite.after,
+            set(rewrite.receivers),
+            rewrite.before_names,
+            rewrite.after_names,
+        )
+    except FlipError as exc:
+        return None, f"cannot compute which backends the rewrite flips: {exc}"
+    rank: dict[str, int] = {}
+    for member in (*job.family.members, *ctx.universe.values):
+        rank.setdefault(member, len(rank))
+    change = replace(change, directions=tuple(sorted(change.directions, key=lambda d: rank[d[0]])))
+    expected = tuple(sorted(job.finding.missing, key=rank.__getitem__))
+    if change.flips != expected:
+        return None, (
+            f"driftcheck bug: the {rewrite.style} rewrite would flip "
+            f"{', '.join(change.flips) or 'nothing'}, not {', '.join(expected)}; please report it"
+        )
+    index = ctx.index
+    fix = Fix(
+        style=rewrite.style,  # type: ignore[arg-type]
+        span=index.span_of(rewrite.primary.start, rewrite.primary.end),
+        replacement=rewrite.primary.text,
+        flips=change.flips,
+        import_line=rewrite.import_line,
+        change=change.describe(),
+        edits=tuple((index.span_of(r.start, r.end), r.text) for r in rewrite.extra),
+    )
+    return fix, None
+
+
+# -- applying ------------------------------------------------------------------------------
+def apply_fixes(result: CheckResult, findings: list[Finding], write: bool) -> FixOutcome:
+    """Apply the fixes attached to ``findings``; write the files when ``write`` is true."""
+    outcome = FixOutcome()
+    by_path: dict[str, list[Finding]] = defaultdict(list)
+    for finding in findings:
+        if finding.fix is not None:
+            by_path[finding.path].append(finding)
+        else:
+            outcome.remaining.append(finding)
+            if finding.fix_refusal is not None:
+                outcome.notes.append(f"{finding.path}:{finding.span.line}: not fixed {finding.code}: {finding.fix_refusal}")
+    for rel in sorted(by_path):
+        _apply_file(result, rel, by_path[rel], write, outcome)
+    order = {id(f): i for i, f in enumerate(findings)}
+    outcome.remaining.sort(key=lambda f: order[id(f)])
+    outcome.notes.sort(key=_note_key)
+    return outcome
+
+
+def _note_key(note: str) -> tuple[str, int]:
+    path, _, rest = note.partition(":")
+    line = rest.split(":", 1)[0]
+    return path, int(line) if line.isdigit() else 0
+
+
+def _apply_file(result: CheckResult, rel: str, findings: list[Finding], write: bool, outcome: FixOutcome) -> None:
+    path = result.root / rel
+    scan = result.scans.get(rel)
+    try:
+        source = read_source(path)
+    except (OSError, UnicodeDecodeError, SyntaxError, LookupError) as exc:
+        outcome.problems.append(Problem(rel, None, f"not fixed: cannot read the file: {exc}"))
+        outcome.remaining.extend(findings)
+        return
+    if scan is None or source.digest != scan.digest:
+        outcome.problems.append(Problem(rel, None, "not fixed: the file changed since it was checked"))
+        outcome.remaining.extend(findings)
+        return
+    index = LineIndex(source.text)
+    accepted: list[Finding] = []
+    replacements: list[Replacement] = []
+    for finding in sorted(findings, key=lambda f: (f.span.line, f.span.col)):
+        assert finding.fix is not None
+        mine = [_replacement(index, finding.fix.span, finding.fix.replacement)]
+        mine += [_replacement(index, span, text) for span, text in finding.fix.edits]
+        mine = [r for r in mine if r not in replacements]
+        if any(_overlap((a.start, a.end), (b.start, b.end)) for a in mine for b in replacements):
+            outcome.remaining.append(finding)
+            outcome.notes.append(f"{rel}:{finding.span.line}: not fixed {finding.code}: overlaps another fix; run --fix again")
+            continue
+        accepted.append(finding)
+        replacements.extend(mine)
+    new_text = _splice(source.text, replacements)
+    error = compiles(new_text, rel)
+    if error is not None:
+        accepted, new_text = _compiling_subset(source.text, index, accepted, rel, outcome)
+    if not accepted:
+        return
+    if write:
+        try:
+            write_atomically(path, source.encode(new_text), expected_digest=source.digest)
+        except WriteError as exc:
+            outcome.problems.append(Problem(rel, None, f"not fixed: {exc}"))
+            outcome.remaining.extend(accepted)
+            return
+        outcome.written.append(rel)
+    outcome.changes[rel] = (source.text, new_text)
+    verb = "fixed" if write else "would fix"
+    for finding in accepted:
+        fix = finding.fix
+        assert fix is not None
+        outcome.fixed.append(finding)
+        outcome.notes.append(f"{rel}:{finding.span.line}: {verb} {finding.code} ({fix.style}): {fix.change}")
+
+
+def _replacement(index: LineIndex, span, text: str) -> Replacement:  # type: ignore[no-untyped-def]
+    start, end = index.range_of(span)
+    return Replacement(start, end, text)
+
+
+def _splice(text: str, replacements: list[Replacement]) -> str:
+    """``text`` with non-overlapping ``replacements`` applied, from the end backwards."""
+    for r in sorted(replacements, key=lambda r: (r.start, r.end), reverse=True):
+        text = text[: r.start] + r.text + text[r.end :]
+    return text
+
+
+def _compiling_subset(
+    text: str, index: LineIndex, findings: list[Finding], rel: str, outcome: FixOutcome
+) -> tuple[list[Finding], str]:
+    """When the file's fixes together do not compile: keep those that compile on their own."""
+    kept: list[Finding] = []
+    replacements: list[Replacement] = []
+    for finding in findings:
+        assert finding.fix is not None
+        mine = [_replacement(index, finding.fix.span, finding.fix.replacement)]
+        mine += [_replacement(index, span, t) for span, t in finding.fix.edits]
+        mine = [r for r in mine if r not in replacements]
+        error = compiles(_splice(text, [*replacements, *mine]), rel)
+        if error is None:
+            kept.append(finding)
+            replacements.extend(mine)
+        else:
+            outcome.remaining.append(finding)
+            outcome.notes.append(f"{rel}:{finding.span.line}: not fixed {finding.code}: the rewrite would not compile ({error})")
+    return kept, _splice(text, replacements)

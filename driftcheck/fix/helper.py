@@ -1,0 +1,186 @@
+"""Helper style: replace the family part of an enumeration with a call to the canonical helper.
+
+``b.is_megamoe() or b.is_deepep() or b.is_mori()`` becomes ``is_deepep_class_backend() or
+b.is_megamoe()``: the helper takes the place of the first backend operand, the other family
+operands go, extras and unrelated conditions stay in place. Negative forms become
+``not is_deepep_class_backend() and not b.is_x()`` / ``not is_deepep_class_backend()``.
+
+Refused when the helper would read a different backend than the list does: value
+comparisons (``server_args.moe_a2a_backend in (...)`` runs before the runtime backend is
+set), a receiver not bound to the getter (a parameter), or a site whose suppression or policy
+deliberately leaves members out (the helper would add them).
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword
+import re
+from collections.abc import Callable
+
+from driftcheck.receivers import call_name
+
+from .chain import Chain, normalise_gap
+from .fragment import Fragment, FragmentError
+from .plan import FileContext, Refusal, Replacement, Rewrite, SiteJob
+from .text import NEWLINE
+
+METHOD_FORMS = ("or-chain", "not-or", "and-not")
+
+
+def plan_helper(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> Rewrite:
+    """The helper-style rewrite of ``job``'s site (raises :class:`Refusal`)."""
+    site, family = job.site, job.family
+    if site.form not in METHOD_FORMS:
+        raise Refusal(
+            f"helper style is not offered for value comparisons: they usually run on server "
+            f"arguments, before the runtime backend that {family.name}() reads is set; "
+            "use --fix-style minimal"
+        )
+    if job.allowed_missing:
+        raise Refusal(
+            f"the site deliberately leaves out {', '.join(sorted(job.allowed_missing))}; "
+            f"{family.name}() would add {'it' if len(job.allowed_missing) == 1 else 'them'} "
+            "(use --fix-style minimal)"
+        )
+    for receiver in sorted(receivers):
+        if not _bound_to_getter(ctx, job, receiver):
+            getter = sorted(ctx.universe.getters)[0]
+            raise Refusal(
+                f"'{receiver}' is not known to be {getter}(): {family.name}() reads the "
+                "global backend instead (use --fix-style minimal)"
+            )
+    text = ctx.source.text
+    start, end = ctx.index.range_of(site.span)
+    try:
+        fragment = Fragment(text[start:end], base=start)
+    except FragmentError as exc:
+        raise Refusal(f"cannot re-read the expression on its own: {exc}") from exc
+    node = fragment.node
+    inner = node.operand if isinstance(node, ast.UnaryOp) else node
+    if not isinstance(inner, ast.BoolOp):
+        raise Refusal("the enumeration is not a boolean chain")
+    chain = Chain.of_boolop(text, fragment, inner)
+    by_range = {ctx.index.range_of(op.span): op for op in site.operands}
+    members = [
+        by_range[(i.start, i.end)].members if (i.start, i.end) in by_range else frozenset()
+        for i in chain.items
+    ]
+    family_set = set(family.members)
+    if any(ms & family_set and not ms <= family_set for ms in members):
+        raise Refusal("an operand names family members and others at once; rewrite it by hand")
+    first = chain.items[0].start
+    last = chain.items[-1].end
+    if "#" in text[first:last]:
+        raise Refusal(
+            "comments between the operands would be moved or dropped by the helper style; "
+            "use --fix-style minimal or rewrite by hand"
+        )
+    gaps = [chain.gap(i) for i in range(len(chain.items) - 1)]
+    if any(normalise_gap(g, chain.separator) != g for g in gaps):
+        raise Refusal("the chain nests parentheses; rewrite it by hand")
+    call = f"{family.name}()"
+    helper_text = f"not {call}" if site.form == "and-not" else call
+    kept: list[str] = []
+    removed: list[tuple[int, int]] = []
+    placed = False
+    for item, ms in zip(chain.items, members):
+        if ms and not placed:
+            kept.append(helper_text)
+            placed = True
+        if ms and ms <= family_set:
+            removed.append((item.start, item.end))
+            continue
+        kept.append(text[item.start : item.end])
+    body = kept[0] + "".join(gap + operand for gap, operand in zip(gaps, kept[1:]))
+    rstart, rend = first, last
+    if len(kept) == 1 and site.form == "not-or":
+        rstart, rend, body = start, end, f"not {call}"
+    elif len(kept) == 1:
+        rstart, rend = _grouping_parens(text, start, end)
+    before_start, before_end = min(rstart, start), max(rend, end)
+    after = text[before_start:rstart] + body + text[rend:before_end]
+    return Rewrite(
+        style="helper",
+        primary=Replacement(rstart, rend, body),
+        extra=(),
+        before=text[before_start:before_end],
+        after=after,
+        receivers=receivers,
+        removed=tuple(removed),
+    )
+
+
+def _grouping_parens(text: str, start: int, end: int) -> tuple[int, int]:
+    """``(start, end)`` widened to the grouping parentheses around it, when there are some."""
+    before = re.search(r"\(\s*\Z", text[max(0, start - 200) : start])
+    after = re.match(r"\s*\)", text[end : end + 200])
+    if before is None or after is None:
+        return start, end
+    open_at = start - len(before.group())
+    preceding = re.search(r"(\w+|\S)\s*\Z", text[max(0, open_at - 200) : open_at])
+    if preceding is not None:
+        token = preceding.group(1)
+        if token[0].isidentifier() and not keyword.iskeyword(token):
+            return start, end  # a call: f(...)
+        if token in (")", "]", "}", "'", '"'):
+            return start, end  # a call or subscript on an expression
+    return open_at, end + len(after.group())
+
+
+def _bound_to_getter(ctx: FileContext, job: SiteJob, receiver: str) -> bool:
+    """Whether ``receiver`` is the getter's value: a getter call, or a variable or ``self``
+    attribute that is only ever assigned a getter call."""
+    try:
+        node = Fragment(receiver).node
+    except FragmentError:
+        return False
+    getters = ctx.universe.getters
+    if call_name(node) in getters:
+        return True
+    line = job.site.span.line
+    if isinstance(node, ast.Name):
+        function = ctx.enclosing_function(line)
+        if function is not None:
+            args = function.args
+            params = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+            if any(p is not None and p.arg == node.id for p in params):
+                return False
+            stores, good = _stores([function], lambda t: isinstance(t, ast.Name) and t.id == node.id, getters)
+            if stores:
+                return stores == good
+        stores, good = _stores(list(ctx.tree.body), lambda t: isinstance(t, ast.Name) and t.id == node.id, getters)
+        return bool(stores) and stores == good
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        classes = [n for n in ctx.enclosing(line) if isinstance(n, ast.ClassDef)]
+        if not classes:
+            return False
+
+        def is_attr(t: ast.AST) -> bool:
+            return (
+                isinstance(t, ast.Attribute)
+                and isinstance(t.value, ast.Name)
+                and t.value.id == "self"
+                and t.attr == node.attr
+            )
+
+        stores, good = _stores([classes[-1]], is_attr, getters)
+        return bool(stores) and stores == good
+    return False
+
+
+def _stores(roots: list[ast.AST], matches: Callable[[ast.AST], bool], getters: frozenset[str]) -> tuple[int, int]:
+    """(how many times a matching target is bound, how many of those bind a getter call)."""
+    stores = good = 0
+    for root in roots:
+        for node in ast.walk(root):
+            if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                stores += matches(node)
+            elif (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and matches(node.targets[0])
+                and call_name(node.value) in getters
+            ):
+                good += 1
+    return stores, good

@@ -1,0 +1,201 @@
+"""Minimal style: insert the missing members into the hand-written list itself.
+
+Each missing member goes right after the present operand whose member is its nearest
+predecessor in the canonical helper's order (``deepep, deepep_v2, mooncake, mori, pplx``), or
+before the first family operand when none precedes it; several at one anchor keep family
+order. It is spelled like its sibling and separated like its neighbours (see
+:mod:`driftcheck.fix.chain`). For ``x in CONST`` the constant's literal is edited when the
+site is its only use.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from driftcheck.universe import string_set_literal
+
+from .chain import Chain, Edit, LayoutError
+from .fragment import Fragment, FragmentError
+from .plan import FileContext, Refusal, Replacement, Rewrite, SiteJob, apply_edits
+from .spelling import member_of, respell
+
+
+def plan_minimal(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> Rewrite:
+    """The minimal rewrite of ``job``'s site (raises :class:`Refusal`)."""
+    site = job.site
+    text = ctx.source.text
+    start, end = ctx.index.range_of(site.span)
+    fragment = _fragment(text, start, end)
+    node = fragment.node
+    if site.form in ("in", "not-in"):
+        if not isinstance(node, ast.Compare) or len(node.comparators) != 1:
+            raise Refusal("the membership test is not a single comparison")
+        collection = node.comparators[0]
+        if isinstance(collection, ast.Name):
+            return _plan_constant(ctx, job, collection.id, (start, end), receivers)
+        chain = Chain.of_collection(text, fragment, collection)
+        if chain is None:
+            raise Refusal("the members are not written as a bracketed literal")
+        members = [_value_members(item.node, ctx) for item in chain.items]
+    else:
+        inner = node.operand if isinstance(node, ast.UnaryOp) else node
+        if not isinstance(inner, ast.BoolOp):
+            raise Refusal("the enumeration is not a boolean chain")
+        chain = Chain.of_boolop(text, fragment, inner)
+        members = _operand_members(chain, ctx, job)
+    edits = _insertions(chain, members, job, ctx)
+    new_end = max([end, *(e.offset for e in edits)])
+    replacement = apply_edits(text, start, new_end, edits)
+    return Rewrite(
+        style="minimal",
+        primary=Replacement(start, new_end, replacement),
+        extra=(),
+        before=text[start:new_end],
+        after=replacement,
+        receivers=receivers,
+    )
+
+
+def _fragment(text: str, start: int, end: int) -> Fragment:
+    try:
+        return Fragment(text[start:end], base=start)
+    except FragmentError as exc:
+        raise Refusal(f"cannot re-read the expression on its own: {exc}") from exc
+
+
+def _value_members(node: ast.expr, ctx: FileContext) -> frozenset[str]:
+    member = member_of(node, ctx.universe)
+    return frozenset({member}) if member is not None else frozenset()
+
+
+def _operand_members(chain: Chain, ctx: FileContext, job: SiteJob) -> list[frozenset[str]]:
+    """Each chain item's members, taken from the site's operands found at the same place."""
+    by_range = {ctx.index.range_of(op.span): op for op in job.site.operands if op.kind != "helper"}
+    return [
+        by_range[(item.start, item.end)].members if (item.start, item.end) in by_range else frozenset()
+        for item in chain.items
+    ]
+
+
+def _insertions(chain: Chain, members: list[frozenset[str]], job: SiteJob, ctx: FileContext) -> list[Edit]:
+    family = job.family.members
+    present = {m for ms in members for m in ms if m in family}
+    if not present:
+        raise Refusal("no operand of the enumeration names a family member to copy")
+    groups: dict[tuple[str, int], list[str]] = {}
+    for member in sorted(job.finding.missing, key=family.index):
+        rank = family.index(member)
+        predecessor = next((family[j] for j in range(rank - 1, -1, -1) if family[j] in present), None)
+        if predecessor is not None:
+            key = ("after", next(i for i, ms in enumerate(members) if predecessor in ms))
+        else:
+            key = ("before", next(i for i, ms in enumerate(members) if ms & set(family)))
+        groups.setdefault(key, []).append(member)
+    edits: list[Edit] = []
+    try:
+        for (where, index), group in groups.items():
+            texts = [_spell(chain, members, index, member, ctx) for member in group]
+            insert = chain.insert_after if where == "after" else chain.insert_before
+            edits.extend(insert(index, texts))
+    except LayoutError as exc:
+        raise Refusal(str(exc)) from exc
+    return edits
+
+
+def _spell(chain: Chain, members: list[frozenset[str]], anchor: int, member: str, ctx: FileContext) -> str:
+    """``member`` spelled like the anchor, else like the nearest single-member sibling."""
+    singles = [i for i, ms in enumerate(members) if len(ms) == 1]
+    for index in sorted(singles, key=lambda i: (i != anchor, abs(i - anchor))):
+        item = chain.items[index]
+        spelled = respell(chain.text[item.start : item.end], member, ctx.universe)
+        if spelled is not None:
+            return spelled
+    raise Refusal(f"no operand of the enumeration can be re-spelled to name {member}")
+
+
+def _plan_constant(
+    ctx: FileContext, job: SiteJob, name: str, site_range: tuple[int, int], receivers: frozenset[str]
+) -> Rewrite:
+    """Edit the literal of ``name`` when this site is its only use."""
+    value, scope_node, local = _constant_definition(ctx, job, name)
+    uses = [
+        n.lineno
+        for n in ast.walk(scope_node)
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+    ]
+    if len(uses) != 1:
+        others = ", ".join(str(line) for line in uses if line != job.site.span.line) or "elsewhere"
+        raise Refusal(
+            f"constant {name} is also used at line {others}; editing it would change that use "
+            "too, so add the members by hand"
+        )
+    if not local and not name.startswith("_"):
+        importer = _other_file_naming(ctx, name)
+        if importer is not None:
+            raise Refusal(f"constant {name} is public and {importer} names it; edit it by hand")
+    text = ctx.source.text
+    start, end = ctx.range_of(value)
+    fragment = _fragment(text, start, end)
+    chain = Chain.of_collection(text, fragment, fragment.node)
+    if chain is None:
+        raise Refusal(f"constant {name} is not a bracketed literal")
+    members = [_value_members(item.node, ctx) for item in chain.items]
+    edits = _insertions(chain, members, job, ctx)
+    new_end = max([end, *(e.offset for e in edits)])
+    replacement = apply_edits(text, start, new_end, edits)
+    old = string_set_literal(value) or frozenset()
+    expression = text[site_range[0] : site_range[1]]
+    return Rewrite(
+        style="minimal",
+        primary=Replacement(start, new_end, replacement),
+        extra=(),
+        before=expression,
+        after=expression,
+        receivers=receivers,
+        before_names={name: old},
+        after_names={name: old | set(job.finding.missing)},
+    )
+
+
+def _constant_definition(ctx: FileContext, job: SiteJob, name: str) -> tuple[ast.expr, ast.AST, bool]:
+    """The literal assigned to ``name``, the scope it lives in, and whether that is a function."""
+    function = ctx.enclosing_function(job.site.span.line)
+    for scope_node, nodes, local in (
+        (function, list(ast.walk(function)) if function else [], True),
+        (ctx.tree, list(ctx.tree.body), False),
+    ):
+        values = [v for v in _assigned_values(nodes, name)]
+        if not values:
+            continue
+        if len(values) > 1:
+            raise Refusal(f"constant {name} is assigned more than once; edit it by hand")
+        if string_set_literal(values[0]) is None:
+            raise Refusal(f"constant {name} is not a literal collection of strings")
+        return values[0], scope_node or ctx.tree, local
+    raise Refusal(f"constant {name} is not assigned in this module")
+
+
+def _assigned_values(nodes: list[ast.AST], name: str) -> list[ast.expr]:
+    values: list[ast.expr] = []
+    for node in nodes:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            values.append(node.value)
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and isinstance(node.target, ast.Name):
+            if node.target.id == name and node.value is not None:
+                values.append(node.value)
+    return values
+
+
+def _other_file_naming(ctx: FileContext, name: str) -> str | None:
+    pattern = re.compile(rb"\b" + re.escape(name.encode()) + rb"\b")
+    for rel in ctx.all_files:
+        if rel == ctx.rel:
+            continue
+        try:
+            data = (ctx.root / rel).read_bytes()
+        except OSError:
+            continue
+        if pattern.search(data):
+            return rel
+    return None

@@ -1,0 +1,78 @@
+"""GitHub Actions annotations (``--format github``): one workflow command per finding.
+
+``::error file=F,line=L,col=C,endLine=EL,endColumn=EC,title=DC001::message`` — ``error``,
+``warning`` or ``notice`` after the finding's severity. Columns are 1-based and given only
+when the span is on one line: GitHub's annotations support a column range on a single line
+only and reject or drop columns otherwise. Files that could not be checked become
+``::error`` commands titled ``driftcheck``.
+
+Escaping follows the Actions toolkit: in the message ``%``, ``\\r`` and ``\\n``; in property
+values also ``:`` and ``,``. Paths are made relative to the working directory (GitHub
+resolves ``file=`` against the checkout, where the workflow step runs) when ``root`` is given.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..model import Finding, Problem
+
+COMMANDS = {"error": "error", "warning": "warning", "info": "notice"}
+
+
+def escape_data(text: str) -> str:
+    """Escape a workflow command's message."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """Escape a workflow command's property value."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def display_path(path: str, root: Path | None, cwd: Path | None = None) -> str:
+    """``path`` (relative to ``root``) relative to ``cwd`` when it lies under it, else as is."""
+    if root is None:
+        return path
+    absolute = Path(os.path.normpath(Path(path) if Path(path).is_absolute() else root / path))
+    try:
+        return absolute.relative_to(Path(os.path.normpath(cwd or Path.cwd()))).as_posix()
+    except ValueError:
+        return absolute.as_posix()
+
+
+def command(kind: str, message: str, properties: list[tuple[str, str | int]]) -> str:
+    """One workflow command line: ``::kind k=v,k=v::message``."""
+    props = ",".join(f"{key}={escape_property(str(value))}" for key, value in properties)
+    return f"::{kind} {props}::{escape_data(message)}"
+
+
+def finding_command(finding: Finding, root: Path | None = None, cwd: Path | None = None) -> str:
+    """The annotation for one finding."""
+    span = finding.span
+    properties: list[tuple[str, str | int]] = [("file", display_path(finding.path, root, cwd)), ("line", span.line)]
+    if span.line == span.end_line:
+        properties += [("col", span.col + 1), ("endLine", span.end_line), ("endColumn", span.end_col + 1)]
+    else:
+        properties.append(("endLine", span.end_line))
+    properties.append(("title", finding.code))
+    return command(COMMANDS[finding.severity], finding.message, properties)
+
+
+def problem_command(problem: Problem, root: Path | None = None, cwd: Path | None = None) -> str:
+    """The annotation for a file or configuration driftcheck could not process."""
+    properties: list[tuple[str, str | int]] = [("file", display_path(problem.path, root, cwd))]
+    if problem.line:
+        properties.append(("line", problem.line))
+    properties.append(("title", "driftcheck"))
+    return command("error", problem.message, properties)
+
+
+def render_github(
+    findings: list[Finding], problems: list[Problem], root: Path | None = None, cwd: Path | None = None
+) -> str:
+    """All annotations, findings first, one per line (empty when there is nothing to say)."""
+    lines = [finding_command(f, root, cwd) for f in findings]
+    lines += [problem_command(p, root, cwd) for p in problems]
+    return "".join(line + "\n" for line in lines)

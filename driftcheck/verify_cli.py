@@ -1,0 +1,311 @@
+"""``driftcheck verify`` and ``driftcheck gen-test``.
+
+``verify`` proves each finding's fix with a truth table (CPU, milliseconds) and, with
+``--layer``, confirms it on the K3-style MoE layer harness (torch; CPU gloo or CUDA NCCL).
+Exit codes: 0 every site proven (and, with ``--layer``, every site run confirmed); 1 a site
+refuted or unproven, or a layer run not confirmed; 2 bad usage, an unreadable tree, or a
+layer run that could not start.
+
+``gen-test`` writes the registry-completeness pytest module for the target repository.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from .engine import CheckResult, check
+from .model import Finding
+from .runtime_verify.layer.shapes import SHAPES
+
+if TYPE_CHECKING:
+    from .runtime_verify.proof import SiteProof
+
+DEFAULT_CODES = ("DC001", "DC003")
+
+
+def _codes(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [c.strip() for c in value.split(",") if c.strip()]
+
+
+def _checked(
+    paths: tuple[Path, ...], config_path: Path | None, select: str | None, no_cache: bool
+) -> CheckResult:
+    result = check(
+        list(paths) or [Path(".")],
+        config_path=config_path,
+        select=_codes(select) or list(DEFAULT_CODES),
+        use_cache=not no_cache,
+    )
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    if result.fatal:
+        for problem in result.problems:
+            click.echo(str(problem), err=True)
+        sys.exit(2)
+    return result
+
+
+def _family_findings(result: CheckResult, fix_style: str | None) -> list[Finding]:
+    from .fix.apply import attach_fixes
+
+    findings = [f for f in result.findings if f.canonical and f.missing]
+    return attach_fixes(result, findings, fix_style or result.config.fix_style)
+
+
+def _arms(value: str) -> tuple[str, str]:
+    arms = tuple(a.strip() for a in value.split(",") if a.strip())
+    if len(arms) != 2 or arms[0] == arms[1]:
+        raise click.BadParameter(
+            "give two different backends: REFERENCE,TEST (e.g. deepep,deepep_v2)"
+        )
+    return arms  # type: ignore[return-value]
+
+
+@click.command("verify")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+)
+@click.option(
+    "--select", help="Comma-separated rule codes whose findings to verify (default: DC001,DC003)."
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path),
+    help="A pyproject.toml or driftcheck.toml to use instead of the root's.",
+)
+@click.option(
+    "--fix-style",
+    type=click.Choice(["minimal", "helper"]),
+    default=None,
+    help="The fix to verify (default: the configured style).",
+)
+@click.option(
+    "--site",
+    "sites",
+    multiple=True,
+    metavar="PATH:SYMBOL",
+    help="Only this site (PATH:SYMBOL, PATH:LINE or SYMBOL); repeatable.",
+)
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the scan cache.")
+@click.option(
+    "--layer",
+    is_flag=True,
+    help="Also run each fix's plan decisions through the MoE layer harness (needs torch).",
+)
+@click.option(
+    "--device",
+    type=click.Choice(["cpu", "cuda"]),
+    default="cpu",
+    show_default=True,
+    help="--layer: where the ranks run.",
+)
+@click.option(
+    "--world-size",
+    type=click.IntRange(2),
+    default=2,
+    show_default=True,
+    help="--layer: number of ranks.",
+)
+@click.option(
+    "--shape",
+    type=click.Choice(sorted(SHAPES)),
+    default="tiny",
+    show_default=True,
+    help="--layer: layer shape.",
+)
+@click.option(
+    "--arms",
+    default="deepep,deepep_v2",
+    show_default=True,
+    help="--layer: REFERENCE,TEST backends.",
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="--layer: weight and input seed."
+)
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(path_type=Path),
+    help="Write the JSON report here (the layer report with --layer).",
+)
+@click.option(
+    "--report-md",
+    "report_md_path",
+    type=click.Path(path_type=Path),
+    help="With --layer: write the Markdown report here.",
+)
+def verify_command(
+    paths: tuple[Path, ...],
+    output_format: str,
+    select: str | None,
+    config_path: Path | None,
+    fix_style: str | None,
+    sites: tuple[str, ...],
+    no_cache: bool,
+    layer: bool,
+    device: str,
+    world_size: int,
+    shape: str,
+    arms: str,
+    seed: int,
+    report_path: Path | None,
+    report_md_path: Path | None,
+) -> None:
+    """Prove each fix in PATHS with a truth table of the site before and after it."""
+    from .runtime_verify.proof import prove
+    from .runtime_verify.render import proof_dict, render_json, render_text, summary
+    from .runtime_verify.site_filter import select as select_sites
+
+    arm_pair = _arms(arms) if layer else ("deepep", "deepep_v2")
+    if report_md_path is not None and not layer:
+        raise click.UsageError("--report-md needs --layer")
+    result = _checked(paths, config_path, select, no_cache)
+    findings = select_sites(_family_findings(result, fix_style), sites)
+    proofs = [prove(result, finding) for finding in findings]
+    layer_report = (
+        _run_layer(result, proofs, arm_pair, device, world_size, shape, seed) if layer else None
+    )
+    if output_format == "json":
+        document: dict[str, Any] = {"sites": [proof_dict(p) for p in proofs]}
+        if layer_report is not None:
+            document["layer"] = layer_report
+        click.echo(json.dumps(document, indent=2))
+    else:
+        click.echo(render_text(proofs), nl=False)
+        if layer_report is not None:
+            click.echo(_layer_summary(layer_report))
+    for problem in result.problems:
+        click.echo(str(problem), err=True)
+    click.echo(summary(proofs), err=True)
+    if report_path is not None:
+        report_path.write_text(
+            json.dumps(layer_report, indent=2) + "\n"
+            if layer_report is not None
+            else render_json(proofs)
+        )
+    if report_md_path is not None and layer_report is not None:
+        from .runtime_verify.layer_run import layer_markdown
+
+        report_md_path.write_text(layer_markdown(layer_report))
+    if result.problems:
+        sys.exit(2)
+    from .runtime_verify.layer_run import layer_passed
+
+    proven = all(p.verdict == "proven" for p in proofs)
+    sys.exit(0 if proven and (layer_report is None or layer_passed(layer_report)) else 1)
+
+
+def _run_layer(
+    result: CheckResult,
+    proofs: list[SiteProof],
+    arms: tuple[str, str],
+    device: str,
+    world_size: int,
+    shape: str,
+    seed: int,
+) -> dict[str, Any]:
+    from .runtime_verify.layer_run import LayerSettings, run_layer
+
+    assert result.universe is not None
+    unknown = [arm for arm in arms if arm not in result.universe.values]
+    if unknown:
+        click.echo(
+            f"error: --arms names {', '.join(unknown)}, not members of {result.universe.enum_name}",
+            err=True,
+        )
+        sys.exit(2)
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        click.echo("error: --layer needs torch (pip install 'driftcheck[verify]')", err=True)
+        sys.exit(2)
+    settings = LayerSettings(
+        arms=arms, shape=shape, world_size=world_size, device=device, seed=seed
+    )
+    try:
+        return run_layer(proofs, settings, progress=lambda text: click.echo(text, err=True))
+    except Exception as exc:  # a rank's failure (no GPU, NCCL, memory) arrives as any type
+        click.echo(f"error: the layer run failed: {type(exc).__name__}: {exc}", err=True)
+        sys.exit(2)
+
+
+def _layer_summary(report: dict[str, Any]) -> str:
+    lines = [
+        "",
+        f"layer verification ({report['arms']['reference']} vs {report['arms']['test']}): {report['verdict']}",
+    ]
+    for site in report["sites"]:
+        before, after = site["before"], site["after"]
+        ratio = before["double_reduce"]["ratio"]
+        lines.append(
+            f"  {site['path']}:{site['line']} {site['symbol']}: {site['verdict']} "
+            f"(before: plans {_plans(before)}, max_abs_diff {before['max_abs_diff']:.3g}, routed ratio {ratio:.3f}; "
+            f"after: plans {_plans(after)}, bit-exact {'yes' if after['bit_exact'] else 'no'})"
+        )
+    for skipped in report["skipped"]:
+        lines.append(
+            f"  {skipped['path']}:{skipped['line']} {skipped['symbol']}: not run: {skipped['reason']}"
+        )
+    return "\n".join(lines)
+
+
+def _plans(phase: dict[str, Any]) -> str:
+    return "/".join(phase["plan"].values())
+
+
+@click.command("gen-test")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    default=Path("tests/test_backend_registry.py"),
+    show_default=True,
+    help="Where to write the pytest module.",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path),
+    help="A pyproject.toml or driftcheck.toml to use instead of the root's.",
+)
+def gen_test_command(paths: tuple[Path, ...], output: Path, config_path: Path | None) -> None:
+    """Write a pytest module asserting each enumeration site in PATHS accepts its whole family."""
+    from .runtime_verify.gen_test import planned_tests, render_module
+    from .runtime_verify.registry import FAMILY_CODES, SiteRegistry
+
+    result = check(
+        list(paths) or [Path(".")],
+        config_path=config_path,
+        select=list(FAMILY_CODES),
+        use_cache=False,
+    )
+    if result.fatal:
+        for problem in result.problems:
+            click.echo(str(problem), err=True)
+        sys.exit(2)
+    registry = SiteRegistry(result)
+    tests = planned_tests(registry)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(render_module(tests, result.root, output))
+    for problem in result.problems:
+        click.echo(str(problem), err=True)
+    files = len({t.path for t in tests})
+    click.echo(
+        f"Wrote {len(tests)} test{'s' if len(tests) != 1 else ''} for {files} file{'s' if files != 1 else ''} to {output}.",
+        err=True,
+    )
+    sys.exit(2 if result.problems else 0)

@@ -1,0 +1,171 @@
+"""``--fix`` on real SGLang releases (copied to tmp_path; the corpus cache is never modified)."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import json
+import py_compile
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from driftcheck.cli import main
+from driftcheck.engine import check
+from driftcheck.fix.apply import FIXABLE_CODES, apply_fixes, attach_fixes
+from driftcheck.model import Finding
+
+pytestmark = pytest.mark.corpus
+
+K3 = "sglang/srt/models/kimi_k3.py"
+
+
+def copy_release(release: Callable[[str], Path], version: str, tmp_path: Path) -> Path:
+    target = tmp_path / f"sglang-{version}"
+    shutil.copytree(release(version), target)
+    return target
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): p.read_text(encoding="utf-8") for p in root.rglob("*.py")}
+
+
+def touched_lines(old: str, new: str) -> set[int]:
+    """1-based lines of ``old`` that the change replaces, deletes, or inserts after."""
+    matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
+    lines: set[int] = set()
+    for tag, i1, i2, _, _ in matcher.get_opcodes():
+        if tag != "equal":
+            lines.update(range(i1 + 1, i2 + 1) if i2 > i1 else {i1})
+    return lines
+
+
+def allowed_lines(text: str, findings: list[Finding], style: str) -> set[int]:
+    """The flagged expressions' lines (with the line before and after, which hold their
+    brackets), plus, for the helper style, the import block and receiver assignments."""
+    allowed: set[int] = set()
+    for finding in findings:
+        allowed.update(range(finding.span.line - 1, finding.span.end_line + 2))
+    if style == "helper":
+        tree = ast.parse(text)
+        first_def = next(
+            (s.lineno for s in tree.body if isinstance(s, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))),
+            len(text.splitlines()) + 1,
+        )
+        allowed.update(range(1, first_def))
+        allowed.update(i for i, line in enumerate(text.splitlines(), 1) if "= get_moe_a2a_backend()" in line)
+    return allowed
+
+
+@pytest.mark.parametrize("style", ["minimal", "helper"])
+def test_fix_on_sglang_0_5_23_converges_and_touches_only_the_flagged_expressions(
+    sglang_release: Callable[[str], Path], tmp_path: Path, runner: CliRunner, style: str
+) -> None:
+    root = copy_release(sglang_release, "0.5.23", tmp_path)
+    before = snapshot(root)
+    result = check([root], use_cache=False)
+    findings = attach_fixes(result, result.findings, style)
+    flagged = [f for f in findings if f.code in FIXABLE_CODES]
+    planned = [f for f in flagged if f.fix is not None]
+    assert planned, "nothing to fix in 0.5.23"
+    outcome = apply_fixes(result, findings, write=True)
+    assert outcome.problems == []
+    after = snapshot(root)
+    changed = sorted(rel for rel in before if before[rel] != after[rel])
+    assert changed == sorted({f.path for f in planned}) == sorted(outcome.written)
+    for rel in changed:
+        py_compile.compile(str(root / rel), doraise=True)
+        in_file = [f for f in flagged if f.path == rel]
+        assert touched_lines(before[rel], after[rel]) <= allowed_lines(before[rel], in_file, style), rel
+
+    second = runner.invoke(
+        main, ["check", "--no-cache", "--fix", "--fix-style", style, "--format", "json", str(root)]
+    )
+    remaining = json.loads(second.stdout)["findings"]
+    assert [f for f in remaining if "fix" in f] == []
+    fixed = {(f.path, f.span.line) for f in planned}
+    assert [f for f in remaining if f["code"] in FIXABLE_CODES and (f["path"], f["line"]) in fixed] == []
+    assert "fixed" not in second.stderr
+    assert snapshot(root) == after
+
+
+K3_0_5_23_MINIMAL = """\
+--- a/sglang/srt/models/kimi_k3.py
++++ b/sglang/srt/models/kimi_k3.py
+@@ -440,9 +440,11 @@
+         _a2a_backend.is_megamoe()
+         or _a2a_backend.is_flashinfer_megamoe()
+         or _a2a_backend.is_deepep()
++        or _a2a_backend.is_deepep_v2()
+         or _a2a_backend.is_mooncake()
+         or _a2a_backend.is_ascend_fuseep()
+         or _a2a_backend.is_mori()
++        or _a2a_backend.is_pplx()
+     )
+ 
+ 
+"""
+
+K3_0_5_23_UPSTREAM = """\
+--- a/sglang/srt/models/kimi_k3.py
++++ b/sglang/srt/models/kimi_k3.py
+@@ -440,6 +440,7 @@
+         _a2a_backend.is_megamoe()
+         or _a2a_backend.is_flashinfer_megamoe()
+         or _a2a_backend.is_deepep()
++        or _a2a_backend.is_deepep_v2()
+         or _a2a_backend.is_mooncake()
+         or _a2a_backend.is_ascend_fuseep()
+         or _a2a_backend.is_mori()
+"""
+
+
+def test_k3_minimal_fix_adds_deepep_v2_and_pplx_next_to_their_siblings(
+    sglang_release: Callable[[str], Path], tmp_path: Path, runner: CliRunner
+) -> None:
+    root = copy_release(sglang_release, "0.5.23", tmp_path)
+    result = runner.invoke(main, ["check", "--no-cache", "--diff", str(root / K3)])
+    assert result.stdout == K3_0_5_23_MINIMAL
+    assert f"{K3}:440: would fix DC001 (minimal): False -> True for deepep_v2, pplx" in result.stderr
+
+
+def test_k3_with_pplx_allowed_missing_gets_exactly_the_upstream_patch(
+    sglang_release: Callable[[str], Path], tmp_path: Path, runner: CliRunner
+) -> None:
+    root = copy_release(sglang_release, "0.5.23", tmp_path)
+    path = root / K3
+    lines = path.read_text().splitlines(keepends=True)
+    assert lines[438] == "    return (\n"
+    lines[438] = "    return (  # driftcheck: allow-missing[pplx] -- not validated on K3\n"
+    path.write_text("".join(lines))
+    result = runner.invoke(main, ["check", "--no-cache", "--diff", str(path)])
+    assert result.stdout == K3_0_5_23_UPSTREAM
+    assert f"{K3}:440: would fix DC001 (minimal): False -> True for deepep_v2" in result.stderr
+    fixed = runner.invoke(main, ["check", "--no-cache", "--fix", str(path)])
+    assert fixed.exit_code == 0, fixed.output
+    assert "        or _a2a_backend.is_deepep()\n        or _a2a_backend.is_deepep_v2()\n" in path.read_text()
+
+
+@pytest.mark.parametrize("version", ["0.5.20", "0.5.21"])
+def test_both_inline_k3_lists_are_rewritten(
+    sglang_release: Callable[[str], Path], tmp_path: Path, runner: CliRunner, version: str
+) -> None:
+    root = copy_release(sglang_release, version, tmp_path)
+    result = runner.invoke(main, ["check", "--no-cache", "--diff", str(root / K3)])
+    added = [line for line in result.stdout.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    assert added == [
+        "+            or _a2a_backend.is_deepep_v2()",
+        "+            or _a2a_backend.is_pplx()",
+        "+                or _a2a_backend.is_deepep_v2()",
+        "+                or _a2a_backend.is_pplx()",
+    ]
+    removed = [line for line in result.stdout.splitlines() if line.startswith("-") and not line.startswith("---")]
+    assert removed == []
+    notes = [line for line in result.stderr.splitlines() if "would fix" in line]
+    assert [n.split(": ", 1)[1] for n in notes] == [
+        "would fix DC001 (minimal): False -> True for deepep_v2, pplx",
+        "would fix DC001 (minimal): False -> True for deepep_v2, pplx",
+    ]
