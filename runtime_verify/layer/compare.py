@@ -29,6 +29,14 @@ def same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
 
 
+def digest(tensor: torch.Tensor) -> str:
+    """sha256 of the tensor's bytes: compares outputs across runs and collective backends."""
+    import hashlib
+
+    flat = tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8)
+    return hashlib.sha256(bytes(flat.tolist())).hexdigest()
+
+
 def least_squares_ratio(test: torch.Tensor, reference: torch.Tensor) -> float:
     """The scalar ``c`` minimising ``|test - c * reference|``, computed in float64."""
     t, r = test.double().flatten(), reference.double().flatten()
@@ -46,6 +54,7 @@ def compare_arms(reference: ArmResult, test: ArmResult, world_size: int) -> dict
         "max_abs_diff": float(max_abs_diff),
         "top5_agree": bool(ids_agree.all()) and same_bytes(reference.top_values, test.top_values),
         "top5_token_agreement": f"{int(ids_agree.sum())}/{ids_agree.numel()}",
+        "output_sha256": {"reference": digest(reference.output), "test": digest(test.output)},
         "double_reduce": {
             "detected": bool(detected),
             "ratio": ratio,

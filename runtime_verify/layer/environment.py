@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +31,13 @@ def rank_device(device: str, placement: Placement) -> torch.device:
 
 
 def dist_backend(device: str, placement: Placement) -> str:
-    """NCCL when every rank on this host has a GPU of its own, otherwise gloo."""
+    """NCCL when every rank on this host has a GPU of its own, otherwise gloo.
+
+    ``DRIFTCHECK_DIST_BACKEND=gloo`` forces gloo (to compare its reductions with NCCL's).
+    """
+    forced = os.environ.get("DRIFTCHECK_DIST_BACKEND")
+    if forced in ("gloo", "nccl"):
+        return forced
     if device == "cuda" and torch.cuda.device_count() >= placement.local_world_size:
         return "nccl"
     return "gloo"
