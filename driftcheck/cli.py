@@ -164,12 +164,24 @@ def _emit(result: CheckResult, findings: list[Finding], output_format: str, colo
 
         click.echo(render_github(findings, result.problems, root=result.root), nl=False)
         return
+    prefix = _display_prefix(result.root)
     for finding in findings:
-        click.echo(format_finding(finding, color))
+        click.echo(format_finding(finding, color, prefix))
     for problem in result.problems:
-        click.echo(format_problem(problem, color), err=True)
+        click.echo(format_problem(problem, color, prefix), err=True)
     if not quiet:
-        click.echo(summary(findings, result.files_checked, result.baselined), err=True)
+        problem_files = len({p.path for p in result.problems})
+        click.echo(summary(findings, result.files_checked, result.baselined, problem_files), err=True)
+
+
+def _display_prefix(root: Path) -> str:
+    """``python/`` when run from an SGLang checkout whose root is ``python/``: paths stay
+    clickable from the working directory. Empty when the root is not below it."""
+    try:
+        rel = root.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return ""
+    return "" if str(rel) == "." else f"{rel.as_posix()}/"
 
 
 @main.command("explain")

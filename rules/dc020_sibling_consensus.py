@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from driftcheck.model import Finding, Site
+from driftcheck.model import Family, Finding, Site
 
-from .base import Example, Judgement, Rule, drift, enumerates_family, subject
+from .base import Example, Judgement, Rule, Sibling, drift, enumerates_family, subject
 
 
 class SiblingConsensus(Rule):
@@ -18,9 +18,11 @@ class SiblingConsensus(Rule):
 ## What it does
 Groups sites that play the same role across model files — the same assigned attribute
 (`_enable_a2a_moe`, `_ep_a2a`), the same function (`can_fuse_shared_expert`), or the same
-guarded operation (`forward` choosing `forward_normal`) — and reports a site that tests fewer
-members of a canonical family than a sibling that calls the helper or lists the whole family.
-The message names the sibling.
+guarded operation (`forward` choosing `forward_normal`, `__init__` setting `ep_size`) — and
+reports a site that tests fewer members of a canonical family than its siblings say it should:
+a sibling calls the helper or lists the whole family, or most sibling files (at least two, more
+than half) enumerate the family while this site names at most one of its members. The message
+names the sibling.
 
 ## Why it matters
 SGLang model files are copied from each other (GLM-4 MoE lite from GLM-4 MoE, Step3p5 from
@@ -65,11 +67,34 @@ Do what the sibling does: call the canonical helper (keeping the site's extras).
                 "    pass\n\n\n"
                 "EntryClass = SiblingForCausalLM\n",
             },
-        )
+        ),
+        Example(
+            "class Block:\n"
+            "    def __init__(self):\n"
+            "        if get_moe_a2a_backend().is_deepep():\n"
+            "            self.ep_size = 8\n\n\n"
+            "class ExampleForCausalLM:\n"
+            "    pass\n\n\n"
+            "EntryClass = ExampleForCausalLM\n",
+            missing=("deepep_v2", "mooncake", "mori", "pplx"),
+            note="majority: most sibling files enumerate the family for the same operation",
+            siblings={
+                f"sibling_{name}.py": "from sglang.srt.layers.moe.utils import get_moe_a2a_backend\n\n\n"
+                "class SiblingBlock:\n"
+                "    def __init__(self):\n"
+                "        b = get_moe_a2a_backend()\n"
+                "        if b.is_deepep() or b.is_mooncake() or b.is_mori():\n"
+                "            self.ep_size = 8\n\n\n"
+                f"class {name.title()}ForCausalLM:\n"
+                "    pass\n\n\n"
+                f"EntryClass = {name.title()}ForCausalLM\n"
+                for name in ("one", "two")
+            },
+        ),
     ]
 
     def check(self, site: Site, judgement: Judgement) -> list[Finding]:
-        """Report a site that covers less of a family than a helper-using sibling."""
+        """Report a site that covers less of a family than its siblings say it should."""
         findings: list[Finding] = []
         universe = judgement.universe
         for family in universe.families:
@@ -79,22 +104,9 @@ Do what the sibling does: call the canonical helper (keeping the site's extras).
             missing = tuple(m for m in missing if m not in judgement.allowed_missing)
             if not missing or not set(present) & family.member_set:
                 continue
-            reference = next(
-                (
-                    s
-                    for s in judgement.siblings
-                    if family.name in s.helpers or family.member_set <= s.members
-                ),
-                None,
-            )
-            if reference is None:
+            evidence = _evidence(family, judgement)
+            if evidence is None:
                 continue
-            how = (
-                f"calls {family.name}()"
-                if family.name in reference.helpers
-                else f"lists all {len(family.members)}"
-            )
-            sibling = reference.path.rsplit("/", 1)[-1]
             findings.append(
                 Finding(
                     code=self.code,
@@ -106,12 +118,39 @@ Do what the sibling does: call the canonical helper (keeping the site's extras).
                     members=present,
                     missing=missing,
                     extra=extra,
-                    message=(
-                        f"{subject(site)} tests {', '.join(present)} where its sibling "
-                        f"{sibling}:{reference.line} ({reference.symbol}) {how}; missing {', '.join(missing)}"
-                    ),
+                    message=f"{subject(site)} tests {', '.join(present)} where {evidence}; missing {', '.join(missing)}",
                     kind=site.kind,
                     subject=subject(site),
                 )
             )
         return findings
+
+
+def _where(sibling: Sibling) -> str:
+    return f"{sibling.path.rsplit('/', 1)[-1]}:{sibling.line} ({sibling.symbol})"
+
+
+def _evidence(family: Family, judgement: Judgement) -> str | None:
+    """Why the siblings say this site should cover the family, or None when they do not.
+
+    Strong evidence: a sibling calls the helper or lists the whole family. Majority evidence:
+    at least two sibling files, and more than half of all files playing the role, enumerate
+    the family (name ``min_overlap`` or more of its members) while this site does not.
+    """
+    for sibling in judgement.siblings:
+        if family.name in sibling.helpers:
+            return f"its sibling {_where(sibling)} calls {family.name}()"
+        if family.member_set <= sibling.members:
+            return f"its sibling {_where(sibling)} lists all {len(family.members)}"
+    files = {s.path for s in judgement.siblings}
+    enumerating = [
+        s for s in judgement.siblings if len(s.members & family.member_set) >= judgement.min_overlap
+    ]
+    enumerating_files = {s.path for s in enumerating}
+    if len(enumerating_files) >= 2 and 2 * len(enumerating_files) > len(files) + 1:
+        best = max(enumerating, key=lambda s: (len(s.members & family.member_set), s.path))
+        return (
+            f"{len(enumerating_files)} of {len(files) + 1} sibling model files enumerate "
+            f"{family.label} backends (e.g. {_where(best)})"
+        )
+    return None
