@@ -74,6 +74,38 @@ class Rule:
         return []
 
 
+def site_finding(
+    rule: type[Rule] | Rule,
+    site: Site,
+    family: Family,
+    *,
+    members: tuple[str, ...],
+    missing: tuple[str, ...],
+    extra: tuple[str, ...],
+    message: str,
+    severity: Severity | None = None,
+    latent: dict[str, str] | None = None,
+) -> Finding:
+    """A finding located at ``site`` and judged against ``family`` (the fields every rule fills)."""
+    latent = latent or {}
+    return Finding(
+        code=rule.code,
+        severity=severity or rule.severity,
+        path=site.path,
+        span=site.span,
+        symbol=site.symbol,
+        canonical=family.name,
+        members=members,
+        missing=missing,
+        extra=extra,
+        message=message,
+        kind=site.kind,
+        subject=subject(site),
+        live=tuple(m for m in missing if m not in latent),
+        latent=latent,
+    )
+
+
 def subject(site: Site) -> str:
     """How a message names the site: the assigned attribute, the function, or the condition."""
     if site.context in ("assign", "return", "keyword", "ternary") and site.role:

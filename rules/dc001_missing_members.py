@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from driftcheck.model import Finding, Site
 
-from .base import Example, Judgement, Rule, drift, enumerates_family, subject
+from .base import Example, Judgement, Rule, drift, enumerates_family, site_finding, subject
 
 
 class MissingFamilyMembers(Rule):
@@ -167,20 +167,15 @@ def family_findings(rule: Rule, site: Site, judgement: Judgement) -> list[Findin
                 "missing " + ", ".join(f"{m} (latent)" if m in latent else m for m in missing),
             )
         findings.append(
-            Finding(
-                code=rule.code,
-                severity=severity,
-                path=site.path,
-                span=site.span,
-                symbol=site.symbol,
-                canonical=family.name,
+            site_finding(
+                rule,
+                site,
+                family,
                 members=present,
                 missing=missing,
                 extra=extra,
                 message=message,
-                kind=site.kind,
-                subject=subject(site),
-                live=tuple(m for m in missing if m not in latent),
+                severity=severity,
                 latent=latent,
             )
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from driftcheck.model import Finding, Site
 
-from .base import Example, Judgement, Rule, drift, subject
+from .base import Example, Judgement, Rule, drift, site_finding, subject
 
 
 class SpelledOutFamily(Rule):
@@ -59,19 +59,14 @@ enable with `--select DC002` when cleaning up.
             present, _, extra = drift(site, family, judgement.universe)
             tail = f" or the extras ({', '.join(extra)})" if extra else ""
             findings.append(
-                Finding(
-                    code=self.code,
-                    severity=self.severity,
-                    path=site.path,
-                    span=site.span,
-                    symbol=site.symbol,
-                    canonical=family.name,
+                site_finding(
+                    self,
+                    site,
+                    family,
                     members=present,
                     missing=(),
                     extra=extra,
                     message=f"{subject(site)} spells out all {len(family.members)} {family.label} backends by hand; call {family.name}(){tail}",
-                    kind=site.kind,
-                    subject=subject(site),
                 )
             )
         return findings

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from driftcheck.model import Finding, Site
 
-from .base import Example, Judgement, Rule, subject
+from .base import Example, Judgement, Rule, site_finding, subject
 
 
 class RedundantMember(Rule):
@@ -24,8 +24,11 @@ The extra term is dead code, and it usually carries a stale comment ("only add D
 here") that misleads the next reader about which backends the site handles.
 
 ## Fix
-Delete the redundant term (and its comment).
+`driftcheck --fix` deletes the redundant term; the value changes for no backend (the fix states
+so, computed like every fix's change). With a comment between the operands it refuses: the stale
+comment usually belongs to the deleted term, and deleting comments is left to a person.
 """
+    fix_safety = "Safe: the rewritten expression has the same value for every backend (computed)."
     VALID = [
         Example(
             "def uses_slots() -> bool:\n"
@@ -37,7 +40,25 @@ Delete the redundant term (and its comment).
             "def uses_a2a() -> bool:\n"
             "    return is_deepep_class_backend() or get_moe_a2a_backend().is_deepep_v2()\n",
             missing=(),
-        )
+            expected_fix="def uses_a2a() -> bool:\n    return is_deepep_class_backend()\n",
+        ),
+        Example(
+            "def uses_a2a() -> bool:\n"
+            "    b = get_moe_a2a_backend()\n"
+            "    return (\n"
+            "        is_deepep_class_backend()\n"
+            "        or b.is_deepep_v2()\n"
+            "        or b.is_megamoe()\n"
+            "    )\n",
+            missing=(),
+            expected_fix="def uses_a2a() -> bool:\n"
+            "    b = get_moe_a2a_backend()\n"
+            "    return (\n"
+            "        is_deepep_class_backend()\n"
+            "        or b.is_megamoe()\n"
+            "    )\n",
+            note="the extra stays; only the covered member goes",
+        ),
     ]
 
     def check(self, site: Site, judgement: Judgement) -> list[Finding]:
@@ -53,19 +74,14 @@ Delete the redundant term (and its comment).
             if not redundant:
                 continue
             findings.append(
-                Finding(
-                    code=self.code,
-                    severity=self.severity,
-                    path=site.path,
-                    span=site.span,
-                    symbol=site.symbol,
-                    canonical=family.name,
+                site_finding(
+                    self,
+                    site,
+                    family,
                     members=tuple(judgement.universe.order(site.members)),
                     missing=(),
                     extra=redundant,
                     message=f"{subject(site)} tests {', '.join(redundant)} alongside {family.name}(), which already includes {'it' if len(redundant) == 1 else 'them'}",
-                    kind=site.kind,
-                    subject=subject(site),
                 )
             )
         return findings

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from driftcheck.model import Family, Finding, Site
 
-from .base import Example, Judgement, Rule, Sibling, drift, enumerates_family, subject
+from .base import Example, Judgement, Rule, Sibling, drift, enumerates_family, site_finding, subject
 
 
 class SiblingConsensus(Rule):
@@ -108,19 +108,14 @@ Do what the sibling does: call the canonical helper (keeping the site's extras).
             if evidence is None:
                 continue
             findings.append(
-                Finding(
-                    code=self.code,
-                    severity=self.severity,
-                    path=site.path,
-                    span=site.span,
-                    symbol=site.symbol,
-                    canonical=family.name,
+                site_finding(
+                    self,
+                    site,
+                    family,
                     members=present,
                     missing=missing,
                     extra=extra,
                     message=f"{subject(site)} tests {', '.join(present)} where {evidence}; missing {', '.join(missing)}",
-                    kind=site.kind,
-                    subject=subject(site),
                 )
             )
         return findings
