@@ -79,7 +79,11 @@ def main() -> None:
             cold, warm = [], []
             table: dict[str, list[float]] = {}
             for _ in range(args.repeat):
-                cold.append(timed_cli(fresh_copy(release, work), "--no-cache", "--fix", "--fix-style", style))
+                cold.append(
+                    timed_cli(
+                        fresh_copy(release, work), "--no-cache", "--fix", "--fix-style", style
+                    )
+                )
                 tree = fresh_copy(release, work)
                 timed_cli(tree)
                 warm.append(timed_cli(tree, "--fix", "--fix-style", style))
@@ -90,7 +94,9 @@ def main() -> None:
             print(f"  cli cached --fix     : {summary(warm)}")
             for key in ("check", "attach", "apply", "diff"):
                 print(f"  in-process {key:<9} : {summary(table[key])}")
-            print(f"  fixes applied        : {int(table['fixes'][0])} in {int(table['files'][0])} files")
+            print(
+                f"  fixes applied        : {int(table['fixes'][0])} in {int(table['files'][0])} files"
+            )
 
 
 if __name__ == "__main__":

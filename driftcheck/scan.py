@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import io
 import re
 import sys
 import tokenize
@@ -69,9 +68,20 @@ def content_digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
+def source_encoding(data: bytes) -> str:
+    """The encoding Python reads ``data`` with (PEP 263 coding line, UTF-8 BOM).
+
+    The first two lines are split as Python's tokenizer splits them (``\r\n``, ``\r`` or
+    ``\n``): ``io.BytesIO.readline`` splits at ``\n`` only, so a file with ``\r`` line
+    endings and a coding line was rejected as having none.
+    """
+    readline = iter(data.splitlines(keepends=True)[:2]).__next__
+    return tokenize.detect_encoding(readline)[0]
+
+
 def decode_source(data: bytes) -> str:
     """Decode Python source honouring a PEP 263 coding line and a UTF-8 BOM."""
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    encoding = source_encoding(data)
     text = data.decode(encoding)
     return text[1:] if text.startswith("\ufeff") else text
 

@@ -52,11 +52,17 @@ def allowed_lines(text: str, findings: list[Finding], style: str) -> set[int]:
     if style == "helper":
         tree = ast.parse(text)
         first_def = next(
-            (s.lineno for s in tree.body if isinstance(s, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))),
+            (
+                s.lineno
+                for s in tree.body
+                if isinstance(s, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))
+            ),
             len(text.splitlines()) + 1,
         )
         allowed.update(range(1, first_def))
-        allowed.update(i for i, line in enumerate(text.splitlines(), 1) if "= get_moe_a2a_backend()" in line)
+        allowed.update(
+            i for i, line in enumerate(text.splitlines(), 1) if "= get_moe_a2a_backend()" in line
+        )
     return allowed
 
 
@@ -79,7 +85,9 @@ def test_fix_on_sglang_0_5_23_converges_and_touches_only_the_flagged_expressions
     for rel in changed:
         py_compile.compile(str(root / rel), doraise=True)
         in_file = [f for f in flagged if f.path == rel]
-        assert touched_lines(before[rel], after[rel]) <= allowed_lines(before[rel], in_file, style), rel
+        assert touched_lines(before[rel], after[rel]) <= allowed_lines(
+            before[rel], in_file, style
+        ), rel
 
     second = runner.invoke(
         main, ["check", "--no-cache", "--fix", "--fix-style", style, "--format", "json", str(root)]
@@ -87,40 +95,34 @@ def test_fix_on_sglang_0_5_23_converges_and_touches_only_the_flagged_expressions
     remaining = json.loads(second.stdout)["findings"]
     assert [f for f in remaining if "fix" in f] == []
     fixed = {(f.path, f.span.line) for f in planned}
-    assert [f for f in remaining if f["code"] in FIXABLE_CODES and (f["path"], f["line"]) in fixed] == []
+    assert [
+        f for f in remaining if f["code"] in FIXABLE_CODES and (f["path"], f["line"]) in fixed
+    ] == []
     assert "fixed" not in second.stderr
     assert snapshot(root) == after
 
 
-K3_0_5_23_MINIMAL = """\
---- a/sglang/srt/models/kimi_k3.py
-+++ b/sglang/srt/models/kimi_k3.py
-@@ -440,9 +440,11 @@
-         _a2a_backend.is_megamoe()
-         or _a2a_backend.is_flashinfer_megamoe()
-         or _a2a_backend.is_deepep()
-+        or _a2a_backend.is_deepep_v2()
-         or _a2a_backend.is_mooncake()
-         or _a2a_backend.is_ascend_fuseep()
-         or _a2a_backend.is_mori()
-+        or _a2a_backend.is_pplx()
-     )
- 
- 
-"""
-
-K3_0_5_23_UPSTREAM = """\
---- a/sglang/srt/models/kimi_k3.py
-+++ b/sglang/srt/models/kimi_k3.py
-@@ -440,6 +440,7 @@
-         _a2a_backend.is_megamoe()
-         or _a2a_backend.is_flashinfer_megamoe()
-         or _a2a_backend.is_deepep()
-+        or _a2a_backend.is_deepep_v2()
-         or _a2a_backend.is_mooncake()
-         or _a2a_backend.is_ascend_fuseep()
-         or _a2a_backend.is_mori()
-"""
+HUNK_LINES = (
+    "         _a2a_backend.is_megamoe()\n",
+    "         or _a2a_backend.is_flashinfer_megamoe()\n",
+    "         or _a2a_backend.is_deepep()\n",
+    "+        or _a2a_backend.is_deepep_v2()\n",
+    "         or _a2a_backend.is_mooncake()\n",
+    "         or _a2a_backend.is_ascend_fuseep()\n",
+    "         or _a2a_backend.is_mori()\n",
+)
+K3_HEADER = f"--- a/{K3}\n+++ b/{K3}\n"
+K3_0_5_23_MINIMAL = (
+    K3_HEADER
+    + "@@ -440,9 +440,11 @@\n"
+    + "".join(HUNK_LINES)
+    + "+        or _a2a_backend.is_pplx()\n"
+    + "     )\n"
+    + " \n"
+    + " \n"
+)
+# the upstream K3 patch: `or _a2a_backend.is_deepep_v2()` right after `is_deepep()`, nothing else
+K3_0_5_23_UPSTREAM = K3_HEADER + "@@ -440,6 +440,7 @@\n" + "".join(HUNK_LINES)
 
 
 def test_k3_minimal_fix_adds_deepep_v2_and_pplx_next_to_their_siblings(
@@ -129,7 +131,9 @@ def test_k3_minimal_fix_adds_deepep_v2_and_pplx_next_to_their_siblings(
     root = copy_release(sglang_release, "0.5.23", tmp_path)
     result = runner.invoke(main, ["check", "--no-cache", "--diff", str(root / K3)])
     assert result.stdout == K3_0_5_23_MINIMAL
-    assert f"{K3}:440: would fix DC001 (minimal): False -> True for deepep_v2, pplx" in result.stderr
+    assert (
+        f"{K3}:440: would fix DC001 (minimal): False -> True for deepep_v2, pplx" in result.stderr
+    )
 
 
 def test_k3_with_pplx_allowed_missing_gets_exactly_the_upstream_patch(
@@ -146,7 +150,10 @@ def test_k3_with_pplx_allowed_missing_gets_exactly_the_upstream_patch(
     assert f"{K3}:440: would fix DC001 (minimal): False -> True for deepep_v2" in result.stderr
     fixed = runner.invoke(main, ["check", "--no-cache", "--fix", str(path)])
     assert fixed.exit_code == 0, fixed.output
-    assert "        or _a2a_backend.is_deepep()\n        or _a2a_backend.is_deepep_v2()\n" in path.read_text()
+    assert (
+        "        or _a2a_backend.is_deepep()\n        or _a2a_backend.is_deepep_v2()\n"
+        in path.read_text()
+    )
 
 
 @pytest.mark.parametrize("version", ["0.5.20", "0.5.21"])
@@ -155,14 +162,22 @@ def test_both_inline_k3_lists_are_rewritten(
 ) -> None:
     root = copy_release(sglang_release, version, tmp_path)
     result = runner.invoke(main, ["check", "--no-cache", "--diff", str(root / K3)])
-    added = [line for line in result.stdout.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    added = [
+        line
+        for line in result.stdout.splitlines()
+        if line.startswith("+") and not line.startswith("+++")
+    ]
     assert added == [
         "+            or _a2a_backend.is_deepep_v2()",
         "+            or _a2a_backend.is_pplx()",
         "+                or _a2a_backend.is_deepep_v2()",
         "+                or _a2a_backend.is_pplx()",
     ]
-    removed = [line for line in result.stdout.splitlines() if line.startswith("-") and not line.startswith("---")]
+    removed = [
+        line
+        for line in result.stdout.splitlines()
+        if line.startswith("-") and not line.startswith("---")
+    ]
     assert removed == []
     notes = [line for line in result.stderr.splitlines() if "would fix" in line]
     assert [n.split(": ", 1)[1] for n in notes] == [

@@ -11,11 +11,11 @@ import tokenize
 from pathlib import Path
 
 import pytest
+from driftcheck.rules import CATALOGUE, Example
 from rule_harness import EXAMPLE_PATH, HEADER, run_example
 
 from driftcheck.engine import check
 from driftcheck.fix.apply import apply_fixes, attach_fixes
-from driftcheck.rules import CATALOGUE, Example
 
 CASES = [
     pytest.param(code, index, example, style, id=f"{code}-invalid-{index}-{style}")
@@ -36,7 +36,9 @@ def test_invalid_example_through_the_fixer(
     tmp_path: Path, code: str, index: int, example: Example, style: str
 ) -> None:
     rule = CATALOGUE[code]
-    result = run_example(tmp_path, example.code, select=example.select or None, siblings=example.siblings)
+    result = run_example(
+        tmp_path, example.code, select=example.select or None, siblings=example.siblings
+    )
     path = result.root / EXAMPLE_PATH
     before = path.read_text()
     findings = attach_fixes(result, result.findings, style)

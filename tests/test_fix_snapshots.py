@@ -45,7 +45,9 @@ def fix(
     outcome = apply_fixes(result, findings, write=True)
     text = path.read_bytes().decode()
     head = header.replace("\n", newline)
-    return Fixed(text[len(head) :] if text.startswith(head) else text, outcome.notes, outcome, findings)
+    return Fixed(
+        text[len(head) :] if text.startswith(head) else text, outcome.notes, outcome, findings
+    )
 
 
 def note(line: int, text: str) -> str:
@@ -68,7 +70,9 @@ def test_minimal_inline_or_chain_in_assignment(tmp_path: Path) -> None:
         "    uses = b.is_deepep() or b.is_deepep_v2() or b.is_mooncake() or b.is_mori() or b.is_pplx()\n"
         "    return uses\n"
     )
-    assert result.notes == [note(3, "fixed DC001 (minimal): False -> True for deepep_v2, mooncake, pplx")]
+    assert result.notes == [
+        note(3, "fixed DC001 (minimal): False -> True for deepep_v2, mooncake, pplx")
+    ]
 
 
 def test_minimal_one_operand_per_line_in_return_follows_the_canonical_order(tmp_path: Path) -> None:
@@ -162,7 +166,9 @@ def test_minimal_trailing_operator_layout(tmp_path: Path) -> None:
     )
 
 
-def test_minimal_keeps_unrelated_conditions_and_counts_flips_for_some_setting(tmp_path: Path) -> None:
+def test_minimal_keeps_unrelated_conditions_and_counts_flips_for_some_setting(
+    tmp_path: Path,
+) -> None:
     result = fix(
         tmp_path,
         "class Layer:\n"
@@ -211,7 +217,9 @@ def test_minimal_other_terms_inside_the_chain_stay_in_place(tmp_path: Path) -> N
         "    b = get_moe_a2a_backend()\n"
         "    return flag or b.is_deepep() or b.is_deepep_v2() or b.is_mooncake() or b.is_mori() or b.is_pplx()\n"
     )
-    assert result.notes == [note(3, "fixed DC001 (minimal): False -> True for deepep_v2, mooncake, pplx")]
+    assert result.notes == [
+        note(3, "fixed DC001 (minimal): False -> True for deepep_v2, mooncake, pplx")
+    ]
 
 
 # -- minimal style: comments -----------------------------------------------------------------
@@ -365,8 +373,7 @@ def test_minimal_string_tuple_one_per_line_with_trailing_comma(tmp_path: Path) -
 def test_minimal_string_list(tmp_path: Path) -> None:
     result = fix(
         tmp_path,
-        "def f(server_args):\n"
-        '    return server_args.moe_a2a_backend in ["mooncake", "mori"]\n',
+        'def f(server_args):\n    return server_args.moe_a2a_backend in ["mooncake", "mori"]\n',
     )
     assert result.text == (
         "def f(server_args):\n"
@@ -460,7 +467,9 @@ def test_minimal_module_constant_used_once_is_edited(tmp_path: Path) -> None:
         "def spans_ep(view) -> bool:\n"
         "    return view.moe_a2a_backend in _A2A_BACKENDS\n"
     )
-    assert result.notes == [note(8, "fixed DC003 (minimal): False -> True for deepep_v2, mori, pplx")]
+    assert result.notes == [
+        note(8, "fixed DC003 (minimal): False -> True for deepep_v2, mori, pplx")
+    ]
 
 
 def test_minimal_function_constant_used_once_is_edited(tmp_path: Path) -> None:
@@ -566,7 +575,9 @@ def test_helper_inline_with_extras(tmp_path: Path) -> None:
     )
 
 
-def test_helper_removes_the_receiver_left_unused_and_the_grouping_parentheses(tmp_path: Path) -> None:
+def test_helper_removes_the_receiver_left_unused_and_the_grouping_parentheses(
+    tmp_path: Path,
+) -> None:
     result = fix(
         tmp_path,
         "def f():\n"
@@ -579,9 +590,7 @@ def test_helper_removes_the_receiver_left_unused_and_the_grouping_parentheses(tm
         style="helper",
     )
     assert result.text == (
-        "def f():\n"
-        "    # the backend in use\n"
-        "    return is_deepep_class_backend()\n"
+        "def f():\n    # the backend in use\n    return is_deepep_class_backend()\n"
     )
 
 
@@ -594,7 +603,9 @@ def test_helper_not_or_becomes_not_helper(tmp_path: Path) -> None:
         style="helper",
     )
     assert result.text == "def f(x):\n    if not is_deepep_class_backend():\n        return x\n"
-    assert result.notes == [note(2, "fixed DC001 (helper): True -> False for deepep_v2, mooncake, pplx")]
+    assert result.notes == [
+        note(2, "fixed DC001 (helper): True -> False for deepep_v2, mooncake, pplx")
+    ]
 
 
 def test_helper_and_not_keeps_the_negated_extras(tmp_path: Path) -> None:
@@ -638,7 +649,9 @@ def test_helper_import_is_merged_one_name_per_line_in_sort_order(tmp_path: Path)
         "def f():\n    return is_deepep_class_backend()\n"
     )
     fix_object = next(f.fix for f in result.findings if f.fix)
-    assert fix_object.import_line == "from sglang.srt.layers.moe.utils import is_deepep_class_backend"
+    assert (
+        fix_object.import_line == "from sglang.srt.layers.moe.utils import is_deepep_class_backend"
+    )
 
 
 def test_helper_import_is_merged_inline(tmp_path: Path) -> None:
@@ -683,7 +696,10 @@ def test_helper_is_called_directly_inside_its_own_module(tmp_path: Path) -> None
     )
     result = check([utils], use_cache=False)
     outcome = apply_fixes(result, attach_fixes(result, result.findings, "helper"), write=True)
-    assert utils.read_text() == original + "\n\ndef uses_a2a() -> bool:\n    return is_deepep_class_backend()\n"
+    assert (
+        utils.read_text()
+        == original + "\n\ndef uses_a2a() -> bool:\n    return is_deepep_class_backend()\n"
+    )
     assert [n for n in outcome.notes if n.startswith("sglang/srt/layers/moe/utils.py")] == [
         f"sglang/srt/layers/moe/utils.py:{len(original.splitlines()) + 5}: fixed DC001 (helper): "
         "False -> True for deepep_v2, mooncake, pplx"
@@ -863,4 +879,78 @@ def test_several_sites_in_one_file_are_fixed_in_one_pass(tmp_path: Path) -> None
     assert result.notes == [
         note(2, "fixed DC001 (minimal): False -> True for deepep_v2, mooncake, pplx"),
         note(6, "fixed DC003 (minimal): False -> True for deepep, deepep_v2"),
+    ]
+
+
+def test_minimal_commented_tuple_keeps_each_comment_on_its_element(tmp_path: Path) -> None:
+    result = fix(
+        tmp_path,
+        "def uses_a2a(cfg) -> bool:\n"
+        "    return cfg.moe_a2a_backend in (\n"
+        '        "deepep",  # the first dispatcher\n'
+        '        "mooncake",  # shares it\n'
+        "    )\n",
+    )
+    assert result.text == (
+        "def uses_a2a(cfg) -> bool:\n"
+        "    return cfg.moe_a2a_backend in (\n"
+        '        "deepep",  # the first dispatcher\n'
+        '        "deepep_v2",\n'
+        '        "mooncake",  # shares it\n'
+        '        "mori",\n'
+        '        "pplx",\n'
+        "    )\n"
+    )
+
+
+def test_helper_import_is_merged_into_the_functions_own_import(tmp_path: Path) -> None:
+    result = fix(
+        tmp_path,
+        "def f():\n"
+        "    from sglang.srt.layers.moe.utils import get_moe_a2a_backend\n"
+        "\n"
+        "    return get_moe_a2a_backend().is_deepep() or get_moe_a2a_backend().is_mori()\n",
+        style="helper",
+        header="",
+    )
+    assert result.text == (
+        "def f():\n"
+        "    from sglang.srt.layers.moe.utils import get_moe_a2a_backend, is_deepep_class_backend\n"
+        "\n"
+        "    return is_deepep_class_backend()\n"
+    )
+
+
+def test_helper_import_goes_last_in_an_unsorted_import_list(tmp_path: Path) -> None:
+    header = "from sglang.srt.layers.moe.utils import get_moe_a2a_backend, MoeA2ABackend\n\n\n"
+    result = fix(
+        tmp_path,
+        "def f():\n    return get_moe_a2a_backend().is_deepep() or get_moe_a2a_backend().is_mori()\n",
+        style="helper",
+        header=header,
+    )
+    assert result.text.splitlines()[0] == (
+        "from sglang.srt.layers.moe.utils import get_moe_a2a_backend, MoeA2ABackend, is_deepep_class_backend"
+    )
+
+
+def test_helper_is_refused_where_the_module_is_only_imported_inside_functions(
+    tmp_path: Path,
+) -> None:
+    snippet = (
+        "def backend():\n"
+        "    from sglang.srt.layers.moe.utils import get_moe_a2a_backend\n"
+        "\n"
+        "    return get_moe_a2a_backend()\n"
+        "\n"
+        "\n"
+        "def f():\n"
+        "    return get_moe_a2a_backend().is_deepep() or get_moe_a2a_backend().is_mori()\n"
+    )
+    result = fix(tmp_path, snippet, style="helper", header="")
+    assert result.text == snippet
+    assert result.notes == [
+        "sglang/srt/models/example.py:8: not fixed DC001: the file imports neither "
+        "sglang.srt.layers.moe.utils nor sglang.srt.layers.moe at module level (perhaps to avoid "
+        "an import cycle); import is_deepep_class_backend by hand"
     ]

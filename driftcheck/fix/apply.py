@@ -1,4 +1,5 @@
-"""``--fix`` / ``--diff``: plan a fix for each DC001/DC003 finding, then apply them per file.
+"""``--fix`` / ``--diff``: plan a fix for each DC001/DC003 finding (and
+DC005: delete the redundant operand), then apply them per file.
 
 :func:`attach_fixes` gives every fixable finding either a :class:`~driftcheck.model.Fix` (the
 rewrite, and the backends it flips, computed by evaluating the old and the new expression per
@@ -18,17 +19,20 @@ from functools import cached_property
 
 from driftcheck.engine import CheckResult
 from driftcheck.model import Finding, Fix, Problem, Site
+from driftcheck.project import module_name_of
+from driftcheck.rules.base import drift
 
-from .flips import FlipError, compute_change, site_receivers
+from .flips import Change, FlipError, compute_change, site_receivers
 from .helper import plan_helper
 from .imports import import_edit, import_statement
 from .minimal import plan_minimal
 from .plan import FileContext, Refusal, Replacement, Rewrite, SiteJob
+from .redundant import plan_removal
 from .text import LineIndex, read_source
 from .unused import unused_receiver_edits
 from .write import WriteError, compiles, unified_diff, write_atomically
 
-FIXABLE_CODES = ("DC001", "DC003")
+FIXABLE_CODES = ("DC001", "DC003", "DC005")
 
 
 @dataclass
@@ -45,12 +49,14 @@ class FixOutcome:
     @cached_property
     def diff_text(self) -> str:
         """A unified diff of every changed file (``a/``/``b/`` prefixes, root-relative)."""
-        return "".join(unified_diff(rel, old, new) for rel, (old, new) in sorted(self.changes.items()))
+        return "".join(
+            unified_diff(rel, old, new) for rel, (old, new) in sorted(self.changes.items())
+        )
 
 
 # -- planning ------------------------------------------------------------------------------
 def attach_fixes(result: CheckResult, findings: list[Finding], style: str) -> list[Finding]:
-    """``findings`` with ``fix`` or ``fix_refusal`` set on each DC001/DC003 finding.
+    """``findings`` with ``fix`` or ``fix_refusal`` set on each DC001/DC003/DC005 finding.
 
     ``style`` is ``minimal`` or ``helper``; a per-site policy's ``fix-style`` overrides it.
     """
@@ -59,7 +65,7 @@ def attach_fixes(result: CheckResult, findings: list[Finding], style: str) -> li
     out = list(findings)
     by_path: dict[str, list[int]] = defaultdict(list)
     for index, finding in enumerate(findings):
-        if finding.code in FIXABLE_CODES and finding.missing:
+        if finding.code in FIXABLE_CODES and (finding.missing or finding.code == "DC005"):
             by_path[finding.path].append(index)
     for rel, indexes in by_path.items():
         for index, fix, refusal in _plan_file(result, rel, [findings[i] for i in indexes], style):
@@ -76,14 +82,17 @@ def _plan_file(
     except (OSError, UnicodeDecodeError, SyntaxError, LookupError) as exc:
         return [(i, None, f"cannot read the file: {exc}") for i in range(len(findings))]
     if scan is None or source.digest != scan.digest:
-        return [(i, None, "the file changed since it was checked; run again") for i in range(len(findings))]
+        return [
+            (i, None, "the file changed since it was checked; run again")
+            for i in range(len(findings))
+        ]
     assert result.universe is not None and result.loaded is not None
     ctx = FileContext(
         rel=rel,
         source=source,
         universe=result.universe,
         scope=result.loaded.scope,
-        module_name=_module_name(rel),
+        module_name=module_name_of(result.root, result.root / rel),
         root=result.root,
         all_files=tuple(result.scans),
     )
@@ -96,27 +105,42 @@ def _plan_file(
             chosen = policy.fix_style if policy is not None and policy.fix_style else style
             receivers = frozenset(site_receivers(job.site, ctx.universe))
             plan = plan_helper if chosen == "helper" else plan_minimal
+            if finding.code == "DC005":
+                plan = plan_removal
             planned.append((index, job, plan(ctx, job, receivers)))
         except Refusal as exc:
             outcomes[index] = (None, str(exc))
-        except SyntaxError as exc:
-            outcomes[index] = (None, f"cannot parse the file: {exc.msg}")
+        except (SyntaxError, ValueError, RecursionError) as exc:  # parsing the whole module
+            outcomes[index] = (None, f"cannot parse the file: {exc}")
+        except Exception as exc:  # a planning bug must neither stop the run nor touch the file
+            outcomes[index] = (None, _bug(exc))
     planned = _drop_overlaps(planned, outcomes, ctx)
-    planned = _add_imports(planned, outcomes, ctx)
-    extras = unused_receiver_edits(ctx, [(job.site.span.line, rewrite) for _, job, rewrite in planned])
-    for position, (index, job, rewrite) in enumerate(planned):
+    checked: list[tuple[int, SiteJob, Rewrite]] = []
+    changes: dict[int, Change] = {}
+    for index, job, rewrite in planned:
+        try:
+            changes[index] = _checked_change(ctx, job, rewrite)
+            checked.append((index, job, rewrite))
+        except Refusal as exc:
+            outcomes[index] = (None, str(exc))
+        except Exception as exc:
+            outcomes[index] = (None, _bug(exc))
+    # imports and unused receivers are decided once the set of rewrites is final
+    checked = _add_imports(checked, outcomes, ctx)
+    try:
+        extras = unused_receiver_edits(
+            ctx, [(job.site.span.line, rewrite) for _, job, rewrite in checked]
+        )
+    except Exception:  # keeping a receiver variable is always safe
+        extras = {}
+    for position, (index, _, rewrite) in enumerate(checked):
         rewrite = replace(rewrite, extra=(*rewrite.extra, *extras.get(position, [])))
-        outcomes[index] = _finish(ctx, job, rewrite)
+        outcomes[index] = (_as_fix(ctx, rewrite, changes[index]), None)
     return [(i, *outcomes[i]) for i in range(len(findings))]
 
 
-def _module_name(rel: str) -> str:
-    parts = rel[:-3].split("/") if rel.endswith(".py") else rel.split("/")
-    if parts and parts[0] in ("python", "src") and len(parts) > 1:
-        parts = parts[1:]
-    if parts and parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(parts)
+def _bug(exc: Exception) -> str:
+    return f"driftcheck bug while planning the fix ({type(exc).__name__}: {exc}); please report it"
 
 
 def _job(result: CheckResult, sites: list[Site], finding: Finding) -> SiteJob:
@@ -125,8 +149,6 @@ def _job(result: CheckResult, sites: list[Site], finding: Finding) -> SiteJob:
     family = result.universe.family(finding.canonical)
     if site is None or family is None:
         raise Refusal("the finding's enumeration was not found in the scan")
-    from driftcheck.rules.base import drift
-
     _, raw_missing, _ = drift(site, family, result.universe)
     allowed = frozenset(raw_missing) - frozenset(finding.missing)
     return SiteJob(finding, site, family, allowed)
@@ -168,7 +190,10 @@ def _drop_overlaps(
         )
         if clash is not None:
             line = clash[1].site.span.line
-            outcomes[index] = (None, f"overlaps the fix of the enclosing enumeration at line {line}; run --fix again")
+            outcomes[index] = (
+                None,
+                f"overlaps the fix of the enclosing enumeration at line {line}; run --fix again",
+            )
             continue
         kept.append((index, job, rewrite))
     return sorted(kept, key=lambda p: p[0])
@@ -189,14 +214,19 @@ def _add_imports(
         except Refusal as exc:
             outcomes[index] = (None, str(exc))
             continue
+        except Exception as exc:
+            outcomes[index] = (None, _bug(exc))
+            continue
         if edit is not None:
-            rewrite = replace(rewrite, extra=(*rewrite.extra, edit), import_line=import_statement(job.family))
+            rewrite = replace(
+                rewrite, extra=(*rewrite.extra, edit), import_line=import_statement(job.family)
+            )
         kept.append((index, job, rewrite))
     return kept
 
 
-def _finish(ctx: FileContext, job: SiteJob, rewrite: Rewrite) -> tuple[Fix | None, str | None]:
-    """The rewrite as a :class:`Fix`, once its computed change matches the finding."""
+def _checked_change(ctx: FileContext, job: SiteJob, rewrite: Rewrite) -> Change:
+    """The rewrite's computed change; refused unless it flips exactly the missing members."""
     try:
         change = compute_change(
             ctx.scope,
@@ -208,19 +238,24 @@ def _finish(ctx: FileContext, job: SiteJob, rewrite: Rewrite) -> tuple[Fix | Non
             rewrite.after_names,
         )
     except FlipError as exc:
-        return None, f"cannot compute which backends the rewrite flips: {exc}"
+        raise Refusal(f"cannot compute which backends the rewrite flips: {exc}") from exc
     rank: dict[str, int] = {}
     for member in (*job.family.members, *ctx.universe.values):
         rank.setdefault(member, len(rank))
     change = replace(change, directions=tuple(sorted(change.directions, key=lambda d: rank[d[0]])))
     expected = tuple(sorted(job.finding.missing, key=rank.__getitem__))
     if change.flips != expected:
-        return None, (
+        raise Refusal(
             f"driftcheck bug: the {rewrite.style} rewrite would flip "
             f"{', '.join(change.flips) or 'nothing'}, not {', '.join(expected)}; please report it"
         )
+    return change
+
+
+def _as_fix(ctx: FileContext, rewrite: Rewrite, change: Change) -> Fix:
+    """The planned rewrite in the model's terms (``ast`` spans)."""
     index = ctx.index
-    fix = Fix(
+    return Fix(
         style=rewrite.style,  # type: ignore[arg-type]
         span=index.span_of(rewrite.primary.start, rewrite.primary.end),
         replacement=rewrite.primary.text,
@@ -229,7 +264,6 @@ def _finish(ctx: FileContext, job: SiteJob, rewrite: Rewrite) -> tuple[Fix | Non
         change=change.describe(),
         edits=tuple((index.span_of(r.start, r.end), r.text) for r in rewrite.extra),
     )
-    return fix, None
 
 
 # -- applying ------------------------------------------------------------------------------
@@ -243,7 +277,9 @@ def apply_fixes(result: CheckResult, findings: list[Finding], write: bool) -> Fi
         else:
             outcome.remaining.append(finding)
             if finding.fix_refusal is not None:
-                outcome.notes.append(f"{finding.path}:{finding.span.line}: not fixed {finding.code}: {finding.fix_refusal}")
+                outcome.notes.append(
+                    f"{finding.path}:{finding.span.line}: not fixed {finding.code}: {finding.fix_refusal}"
+                )
     for rel in sorted(by_path):
         _apply_file(result, rel, by_path[rel], write, outcome)
     order = {id(f): i for i, f in enumerate(findings)}
@@ -258,7 +294,9 @@ def _note_key(note: str) -> tuple[str, int]:
     return path, int(line) if line.isdigit() else 0
 
 
-def _apply_file(result: CheckResult, rel: str, findings: list[Finding], write: bool, outcome: FixOutcome) -> None:
+def _apply_file(
+    result: CheckResult, rel: str, findings: list[Finding], write: bool, outcome: FixOutcome
+) -> None:
     path = result.root / rel
     scan = result.scans.get(rel)
     try:
@@ -268,26 +306,27 @@ def _apply_file(result: CheckResult, rel: str, findings: list[Finding], write: b
         outcome.remaining.extend(findings)
         return
     if scan is None or source.digest != scan.digest:
-        outcome.problems.append(Problem(rel, None, "not fixed: the file changed since it was checked"))
+        outcome.problems.append(
+            Problem(rel, None, "not fixed: the file changed since it was checked")
+        )
         outcome.remaining.extend(findings)
         return
     index = LineIndex(source.text)
     accepted: list[Finding] = []
-    replacements: list[Replacement] = []
+    taken: list[Replacement] = []
     for finding in sorted(findings, key=lambda f: (f.span.line, f.span.col)):
-        assert finding.fix is not None
-        mine = [_replacement(index, finding.fix.span, finding.fix.replacement)]
-        mine += [_replacement(index, span, text) for span, text in finding.fix.edits]
-        mine = [r for r in mine if r not in replacements]
-        if any(_overlap((a.start, a.end), (b.start, b.end)) for a in mine for b in replacements):
+        mine = [r for r in _edits(index, finding, deletions=True) if r not in taken]
+        if any(_overlap((a.start, a.end), (b.start, b.end)) for a in mine for b in taken):
             outcome.remaining.append(finding)
-            outcome.notes.append(f"{rel}:{finding.span.line}: not fixed {finding.code}: overlaps another fix; run --fix again")
+            outcome.notes.append(
+                f"{rel}:{finding.span.line}: not fixed {finding.code}: overlaps another fix; run --fix again"
+            )
             continue
         accepted.append(finding)
-        replacements.extend(mine)
-    new_text = _splice(source.text, replacements)
-    error = compiles(new_text, rel)
-    if error is not None:
+        taken.extend(mine)
+    new_text = _splice(source.text, taken)
+    if len(accepted) < len(findings) or compiles(new_text, rel) is not None:
+        # a partial set: a removed receiver may still be needed by a fix left out, so keep it
         accepted, new_text = _compiling_subset(source.text, index, accepted, rel, outcome)
     if not accepted:
         return
@@ -305,12 +344,23 @@ def _apply_file(result: CheckResult, rel: str, findings: list[Finding], write: b
         fix = finding.fix
         assert fix is not None
         outcome.fixed.append(finding)
-        outcome.notes.append(f"{rel}:{finding.span.line}: {verb} {finding.code} ({fix.style}): {fix.change}")
+        outcome.notes.append(
+            f"{rel}:{finding.span.line}: {verb} {finding.code} ({fix.style}): {fix.change}"
+        )
 
 
-def _replacement(index: LineIndex, span, text: str) -> Replacement:  # type: ignore[no-untyped-def]
-    start, end = index.range_of(span)
-    return Replacement(start, end, text)
+def _edits(index: LineIndex, finding: Finding, deletions: bool) -> list[Replacement]:
+    """The fix's replacements in file offsets; ``deletions=False`` leaves out pure deletions
+    (an unused receiver's assignment)."""
+    fix = finding.fix
+    assert fix is not None
+    start, end = index.range_of(fix.span)
+    edits = [Replacement(start, end, fix.replacement)]
+    for span, text in fix.edits:
+        if text or deletions:
+            start, end = index.range_of(span)
+            edits.append(Replacement(start, end, text))
+    return edits
 
 
 def _splice(text: str, replacements: list[Replacement]) -> str:
@@ -323,19 +373,18 @@ def _splice(text: str, replacements: list[Replacement]) -> str:
 def _compiling_subset(
     text: str, index: LineIndex, findings: list[Finding], rel: str, outcome: FixOutcome
 ) -> tuple[list[Finding], str]:
-    """When the file's fixes together do not compile: keep those that compile on their own."""
+    """The fixes that compile, added one at a time, without deleting any statement."""
     kept: list[Finding] = []
-    replacements: list[Replacement] = []
+    taken: list[Replacement] = []
     for finding in findings:
-        assert finding.fix is not None
-        mine = [_replacement(index, finding.fix.span, finding.fix.replacement)]
-        mine += [_replacement(index, span, t) for span, t in finding.fix.edits]
-        mine = [r for r in mine if r not in replacements]
-        error = compiles(_splice(text, [*replacements, *mine]), rel)
+        mine = [r for r in _edits(index, finding, deletions=False) if r not in taken]
+        error = compiles(_splice(text, [*taken, *mine]), rel)
         if error is None:
             kept.append(finding)
-            replacements.extend(mine)
+            taken.extend(mine)
         else:
             outcome.remaining.append(finding)
-            outcome.notes.append(f"{rel}:{finding.span.line}: not fixed {finding.code}: the rewrite would not compile ({error})")
-    return kept, _splice(text, replacements)
+            outcome.notes.append(
+                f"{rel}:{finding.span.line}: not fixed {finding.code}: the rewrite would not compile ({error})"
+            )
+    return kept, _splice(text, taken)

@@ -54,7 +54,9 @@ def has_comment(text: str) -> bool:
 class Chain:
     """Operands joined by one separator: ``or``, ``and`` or ``,`` (a collection literal)."""
 
-    def __init__(self, text: str, items: list[Item], separator: str, closing: int | None = None) -> None:
+    def __init__(
+        self, text: str, items: list[Item], separator: str, closing: int | None = None
+    ) -> None:
         self.text = text
         self.items = items
         self.separator = separator
@@ -184,10 +186,8 @@ def normalise_gap(gap: str, separator: str) -> str | None:
         head = strip_comment(parts[0]).rstrip(" \t")
         middle = [strip_comment(p).rstrip() for p in parts[1:-1]]
         clean = newline.join([head, *[m for m in middle if m.strip()], parts[-1]])
-    if separator == ",":
-        pattern = r"[\s\\]*,[\s\\]*"
-    else:
-        pattern = r"[\s\\]*\s" + separator + r"\s[\s\\]*"
+    keyword = r"\s" + separator + r"\s"
+    pattern = r"[\s\\]*" + ("," if separator == "," else keyword) + r"[\s\\]*"
     if not re.fullmatch(pattern, clean):
         return None
     if re.search(r"\\(?!\r?\n|\r)", clean):

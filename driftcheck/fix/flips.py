@@ -49,7 +49,9 @@ class Change:
         groups: dict[str, list[str]] = {}
         for member, direction in self.directions:
             groups.setdefault(direction, []).append(member)
-        return "; ".join(f"{direction} for {', '.join(members)}" for direction, members in groups.items())
+        return "; ".join(
+            f"{direction} for {', '.join(members)}" for direction, members in groups.items()
+        )
 
 
 def site_receivers(site: Site, universe: Universe) -> set[str]:
@@ -80,7 +82,10 @@ class _Normalise(ast.NodeTransformer):
         self.receivers = receivers
 
     def visit(self, node: ast.AST) -> ast.AST:
-        if isinstance(node, (ast.Name, ast.Attribute, ast.Call)) and ast.unparse(node) in self.receivers:
+        if (
+            isinstance(node, (ast.Name, ast.Attribute, ast.Call))
+            and ast.unparse(node) in self.receivers
+        ):
             return ast.copy_location(ast.Name(id=BACKEND, ctx=ast.Load()), node)
         if (
             isinstance(node, ast.Call)
@@ -122,7 +127,7 @@ def compute_change(
     for member in universe.values:
         seen: set[tuple[bool, bool]] = set()
         for values in itertools.product((False, True), repeat=len(free)):
-            setting = dict(zip(free.values(), values))
+            setting = dict(zip(free.values(), values, strict=True))
             seen |= _outcomes(scope, member, trees, [{**setting, **n} for n in names])
         changed = sorted({f"{b} -> {a}" for b, a in seen if b != a})
         if changed:
@@ -131,7 +136,11 @@ def compute_change(
 
 
 def _bind_free(
-    tree: ast.expr, scope: Scope, universe: Universe, free: dict[str, str], names: Mapping[str, object]
+    tree: ast.expr,
+    scope: Scope,
+    universe: Universe,
+    free: dict[str, str],
+    names: Mapping[str, object],
 ) -> ast.expr:
     """``tree`` with every non-backend leaf of its and/or/not structure replaced by a name."""
     if isinstance(tree, ast.BoolOp):
@@ -147,7 +156,9 @@ def _bind_free(
     return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), tree)
 
 
-def _evaluable(node: ast.expr, scope: Scope, universe: Universe, names: Mapping[str, object]) -> bool:
+def _evaluable(
+    node: ast.expr, scope: Scope, universe: Universe, names: Mapping[str, object]
+) -> bool:
     for member in universe.values:
         try:
             Interpreter(scope, member).truth(node, names)
@@ -166,7 +177,7 @@ def _outcomes(
         setting = pending.pop()
         interp = Interpreter(scope, member, setting)
         try:
-            values = [interp.truth(tree, names) for tree, names in zip(trees, locals_)]
+            values = [interp.truth(tree, names) for tree, names in zip(trees, locals_, strict=True)]
         except Unproven as exc:
             raise FlipError(f"cannot evaluate {exc.construct}") from exc
         if None in values:

@@ -17,13 +17,14 @@ import ast
 import keyword
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
+from driftcheck.model import Site
 from driftcheck.receivers import call_name
 
 from .chain import Chain, normalise_gap
 from .fragment import Fragment, FragmentError
 from .plan import FileContext, Refusal, Replacement, Rewrite, SiteJob
-from .text import NEWLINE
 
 METHOD_FORMS = ("or-chain", "not-or", "and-not")
 
@@ -50,6 +51,40 @@ def plan_helper(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> Re
                 f"'{receiver}' is not known to be {getter}(): {family.name}() reads the "
                 "global backend instead (use --fix-style minimal)"
             )
+    parsed = parse_chain(ctx, site, "the helper style")
+    family_set = set(family.members)
+    if any(ms & family_set and not ms <= family_set for ms in parsed.members):
+        raise Refusal("an operand names family members and others at once; rewrite it by hand")
+    call = f"{family.name}()"
+    kept: list[str] = []
+    removed: list[tuple[int, int]] = []
+    placed = False
+    for item, ms, kind in zip(parsed.chain.items, parsed.members, parsed.kinds, strict=True):
+        if kind == "helper":  # a canonical helper the chain already calls stays as it is
+            ms = frozenset()
+        if ms and not placed:  # the helper takes the place of the first backend operand
+            kept.append(f"not {call}" if site.form == "and-not" else call)
+            placed = True
+        if ms and ms <= family_set:
+            removed.append((item.start, item.end))
+            continue
+        kept.append(ctx.source.text[item.start : item.end])
+    return rebuild(ctx, site, parsed, kept, removed, "helper", receivers)
+
+
+@dataclass(frozen=True)
+class ParsedChain:
+    """A site's chain of operands, with each operand's members (empty: not a backend term)."""
+
+    start: int
+    end: int
+    chain: Chain
+    members: list[frozenset[str]]
+    kinds: list[str | None]
+
+
+def parse_chain(ctx: FileContext, site: Site, style: str) -> ParsedChain:
+    """The site's boolean chain, refused when ``style`` would move comments or parentheses."""
     text = ctx.source.text
     start, end = ctx.index.range_of(site.span)
     try:
@@ -62,46 +97,48 @@ def plan_helper(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> Re
         raise Refusal("the enumeration is not a boolean chain")
     chain = Chain.of_boolop(text, fragment, inner)
     by_range = {ctx.index.range_of(op.span): op for op in site.operands}
-    members = [
-        by_range[(i.start, i.end)].members if (i.start, i.end) in by_range else frozenset()
-        for i in chain.items
-    ]
-    family_set = set(family.members)
-    if any(ms & family_set and not ms <= family_set for ms in members):
-        raise Refusal("an operand names family members and others at once; rewrite it by hand")
-    first = chain.items[0].start
-    last = chain.items[-1].end
-    if "#" in text[first:last]:
+    operands = [by_range.get((i.start, i.end)) for i in chain.items]
+    if "#" in text[chain.items[0].start : chain.items[-1].end]:
         raise Refusal(
-            "comments between the operands would be moved or dropped by the helper style; "
+            f"comments between the operands would be moved or dropped by {style}; "
             "use --fix-style minimal or rewrite by hand"
         )
     gaps = [chain.gap(i) for i in range(len(chain.items) - 1)]
     if any(normalise_gap(g, chain.separator) != g for g in gaps):
         raise Refusal("the chain nests parentheses; rewrite it by hand")
-    call = f"{family.name}()"
-    helper_text = f"not {call}" if site.form == "and-not" else call
-    kept: list[str] = []
-    removed: list[tuple[int, int]] = []
-    placed = False
-    for item, ms in zip(chain.items, members):
-        if ms and not placed:
-            kept.append(helper_text)
-            placed = True
-        if ms and ms <= family_set:
-            removed.append((item.start, item.end))
-            continue
-        kept.append(text[item.start : item.end])
-    body = kept[0] + "".join(gap + operand for gap, operand in zip(gaps, kept[1:]))
-    rstart, rend = first, last
+    return ParsedChain(
+        start,
+        end,
+        chain,
+        [op.members if op is not None else frozenset() for op in operands],
+        [op.kind if op is not None else None for op in operands],
+    )
+
+
+def rebuild(
+    ctx: FileContext,
+    site: Site,
+    parsed: ParsedChain,
+    kept: list[str],
+    removed: list[tuple[int, int]],
+    style: str,
+    receivers: frozenset[str],
+) -> Rewrite:
+    """The site with its chain's operands replaced by ``kept``, reusing the chain's own
+    separators in order; a chain left with one operand loses its grouping parentheses."""
+    text = ctx.source.text
+    chain, start, end = parsed.chain, parsed.start, parsed.end
+    gaps = [chain.gap(i) for i in range(len(chain.items) - 1)]
+    body = kept[0] + "".join(gap + operand for gap, operand in zip(gaps, kept[1:], strict=False))
+    rstart, rend = chain.items[0].start, chain.items[-1].end
     if len(kept) == 1 and site.form == "not-or":
-        rstart, rend, body = start, end, f"not {call}"
+        rstart, rend, body = start, end, f"not {kept[0]}"
     elif len(kept) == 1:
         rstart, rend = _grouping_parens(text, start, end)
     before_start, before_end = min(rstart, start), max(rend, end)
     after = text[before_start:rstart] + body + text[rend:before_end]
     return Rewrite(
-        style="helper",
+        style=style,
         primary=Replacement(rstart, rend, body),
         extra=(),
         before=text[before_start:before_end],
@@ -146,12 +183,20 @@ def _bound_to_getter(ctx: FileContext, job: SiteJob, receiver: str) -> bool:
             params = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
             if any(p is not None and p.arg == node.id for p in params):
                 return False
-            stores, good = _stores([function], lambda t: isinstance(t, ast.Name) and t.id == node.id, getters)
+            stores, good = _stores(
+                [function], lambda t: isinstance(t, ast.Name) and t.id == node.id, getters
+            )
             if stores:
                 return stores == good
-        stores, good = _stores(list(ctx.tree.body), lambda t: isinstance(t, ast.Name) and t.id == node.id, getters)
+        stores, good = _stores(
+            list(ctx.tree.body), lambda t: isinstance(t, ast.Name) and t.id == node.id, getters
+        )
         return bool(stores) and stores == good
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    ):
         classes = [n for n in ctx.enclosing(line) if isinstance(n, ast.ClassDef)]
         if not classes:
             return False
@@ -169,12 +214,16 @@ def _bound_to_getter(ctx: FileContext, job: SiteJob, receiver: str) -> bool:
     return False
 
 
-def _stores(roots: list[ast.AST], matches: Callable[[ast.AST], bool], getters: frozenset[str]) -> tuple[int, int]:
+def _stores(
+    roots: list[ast.AST], matches: Callable[[ast.AST], bool], getters: frozenset[str]
+) -> tuple[int, int]:
     """(how many times a matching target is bound, how many of those bind a getter call)."""
     stores = good = 0
     for root in roots:
         for node in ast.walk(root):
-            if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(
+                node.ctx, (ast.Store, ast.Del)
+            ):
                 stores += matches(node)
             elif (
                 isinstance(node, ast.Assign)

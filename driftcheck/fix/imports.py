@@ -42,7 +42,10 @@ def import_edit(ctx: FileContext, family: Family, line: int) -> Replacement | No
             ):
                 return None
     for stmt in ctx.tree.body:
-        defined = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and stmt.name == name
+        defined = (
+            isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and stmt.name == name
+        )
         assigned = isinstance(stmt, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == name for t in stmt.targets
         )
@@ -77,7 +80,9 @@ def _merge(ctx: FileContext, stmt: ast.ImportFrom, name: str) -> Replacement:
     if keys == sorted(keys):
         position = next((i for i, k in enumerate(keys) if k > _sort_key(name)), len(names))
     ranges = [ctx.range_of(a) for a in stmt.names]
-    one_per_line = len({a.lineno for a in stmt.names}) == len(names) and stmt.names[0].lineno > stmt.lineno
+    one_per_line = (
+        len({a.lineno for a in stmt.names}) == len(names) and stmt.names[0].lineno > stmt.lineno
+    )
     if one_per_line:
         newline = ctx.index.newline()
         first = ranges[0][0]
@@ -120,7 +125,9 @@ def _new_statement(ctx: FileContext, module: str, name: str) -> Replacement:
         )
     top = module.split(".", 1)[0]
     siblings = [
-        s for s in imports if isinstance(s, ast.ImportFrom) and not s.level and (s.module or "").split(".")[0] == top
+        s
+        for s in imports
+        if isinstance(s, ast.ImportFrom) and not s.level and (s.module or "").split(".")[0] == top
     ]
     modules = [s.module or "" for s in siblings]
     anchor: ast.stmt | None = None

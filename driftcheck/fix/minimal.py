@@ -73,12 +73,16 @@ def _operand_members(chain: Chain, ctx: FileContext, job: SiteJob) -> list[froze
     """Each chain item's members, taken from the site's operands found at the same place."""
     by_range = {ctx.index.range_of(op.span): op for op in job.site.operands if op.kind != "helper"}
     return [
-        by_range[(item.start, item.end)].members if (item.start, item.end) in by_range else frozenset()
+        by_range[(item.start, item.end)].members
+        if (item.start, item.end) in by_range
+        else frozenset()
         for item in chain.items
     ]
 
 
-def _insertions(chain: Chain, members: list[frozenset[str]], job: SiteJob, ctx: FileContext) -> list[Edit]:
+def _insertions(
+    chain: Chain, members: list[frozenset[str]], job: SiteJob, ctx: FileContext
+) -> list[Edit]:
     family = job.family.members
     present = {m for ms in members for m in ms if m in family}
     if not present:
@@ -86,7 +90,9 @@ def _insertions(chain: Chain, members: list[frozenset[str]], job: SiteJob, ctx: 
     groups: dict[tuple[str, int], list[str]] = {}
     for member in sorted(job.finding.missing, key=family.index):
         rank = family.index(member)
-        predecessor = next((family[j] for j in range(rank - 1, -1, -1) if family[j] in present), None)
+        predecessor = next(
+            (family[j] for j in range(rank - 1, -1, -1) if family[j] in present), None
+        )
         if predecessor is not None:
             key = ("after", next(i for i, ms in enumerate(members) if predecessor in ms))
         else:
@@ -103,7 +109,9 @@ def _insertions(chain: Chain, members: list[frozenset[str]], job: SiteJob, ctx: 
     return edits
 
 
-def _spell(chain: Chain, members: list[frozenset[str]], anchor: int, member: str, ctx: FileContext) -> str:
+def _spell(
+    chain: Chain, members: list[frozenset[str]], anchor: int, member: str, ctx: FileContext
+) -> str:
     """``member`` spelled like the anchor, else like the nearest single-member sibling."""
     singles = [i for i, ms in enumerate(members) if len(ms) == 1]
     for index in sorted(singles, key=lambda i: (i != anchor, abs(i - anchor))):
@@ -115,7 +123,11 @@ def _spell(chain: Chain, members: list[frozenset[str]], anchor: int, member: str
 
 
 def _plan_constant(
-    ctx: FileContext, job: SiteJob, name: str, site_range: tuple[int, int], receivers: frozenset[str]
+    ctx: FileContext,
+    job: SiteJob,
+    name: str,
+    site_range: tuple[int, int],
+    receivers: frozenset[str],
 ) -> Rewrite:
     """Edit the literal of ``name`` when this site is its only use."""
     value, scope_node, local = _constant_definition(ctx, job, name)
@@ -158,7 +170,9 @@ def _plan_constant(
     )
 
 
-def _constant_definition(ctx: FileContext, job: SiteJob, name: str) -> tuple[ast.expr, ast.AST, bool]:
+def _constant_definition(
+    ctx: FileContext, job: SiteJob, name: str
+) -> tuple[ast.expr, ast.AST, bool]:
     """The literal assigned to ``name``, the scope it lives in, and whether that is a function."""
     function = ctx.enclosing_function(job.site.span.line)
     for scope_node, nodes, local in (
@@ -179,11 +193,16 @@ def _constant_definition(ctx: FileContext, job: SiteJob, name: str) -> tuple[ast
 def _assigned_values(nodes: list[ast.AST], name: str) -> list[ast.expr]:
     values: list[ast.expr] = []
     for node in nodes:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+        ) or (
+            isinstance(node, (ast.AnnAssign, ast.AugAssign))
+            and isinstance(node.target, ast.Name)
+            and node.target.id == name
+            and node.value is not None
+        ):
             values.append(node.value)
-        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and isinstance(node.target, ast.Name):
-            if node.target.id == name and node.value is not None:
-                values.append(node.value)
     return values
 
 

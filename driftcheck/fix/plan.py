@@ -74,20 +74,34 @@ class FileContext:
         """The parsed module (parsed at most once, and only for plans that need it)."""
         return ast.parse(self.source.text, filename=self.rel)
 
+    @cached_property
+    def definitions(self) -> list[ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef]:
+        """Every class and function of the module, found by walking statements only."""
+        found: list[ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef] = []
+        pending: list[ast.stmt] = list(self.tree.body)
+        while pending:
+            stmt = pending.pop()
+            if isinstance(stmt, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                found.append(stmt)
+            for name in ("body", "orelse", "finalbody"):
+                pending.extend(s for s in getattr(stmt, name, []) if isinstance(s, ast.stmt))
+            for handler in getattr(stmt, "handlers", []):
+                pending.extend(handler.body)
+            for case in getattr(stmt, "cases", []):
+                pending.extend(case.body)
+        return found
+
     def enclosing(self, line: int) -> list[ast.AST]:
         """The classes and functions whose source holds ``line``, outermost first."""
-        found = [
-            node
-            for node in ast.walk(self.tree)
-            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-            and node.lineno <= line <= (node.end_lineno or node.lineno)
-        ]
+        found = [n for n in self.definitions if n.lineno <= line <= (n.end_lineno or n.lineno)]
         return sorted(found, key=lambda n: (n.lineno, -(n.end_lineno or n.lineno)))
 
     def enclosing_function(self, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         """The innermost function whose body holds ``line``."""
         functions = [
-            n for n in self.enclosing(line) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            n
+            for n in self.enclosing(line)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
         ]
         return functions[-1] if functions else None
 

@@ -16,7 +16,9 @@ from driftcheck.model import Universe
 
 from .fragment import Fragment, FragmentError
 
-STRING_LITERAL = re.compile(r"(?P<prefix>[rRuU]?)(?P<quote>'''|\"\"\"|'|\")(?P<body>.*)(?P=quote)", re.S)
+STRING_LITERAL = re.compile(
+    r"(?P<prefix>[rRuU]?)(?P<quote>'''|\"\"\"|'|\")(?P<body>.*)(?P=quote)", re.S
+)
 
 
 def member_of(node: ast.expr, universe: Universe) -> str | None:
@@ -56,12 +58,18 @@ def respell(text: str, member: str, universe: Universe) -> str | None:
     return _respell_value(fragment, node, member, universe)
 
 
-def _respell_value(fragment: Fragment, node: ast.expr, member: str, universe: Universe) -> str | None:
+def _respell_value(
+    fragment: Fragment, node: ast.expr, member: str, universe: Universe
+) -> str | None:
     text = fragment.text
     start, end = fragment.start(node), fragment.end(node)
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         match = STRING_LITERAL.fullmatch(text[start:end])
-        if match is None or match.group("body") != node.value or any(c in member for c in "\\'\"\r\n"):
+        if (
+            match is None
+            or match.group("body") != node.value
+            or any(c in member for c in "\\'\"\r\n")
+        ):
             return None
         literal = match.group("prefix") + match.group("quote") + member + match.group("quote")
         return text[:start] + literal + text[end:]

@@ -8,14 +8,12 @@ mark, its line endings and its content digest (to refuse overwriting a file that
 
 from __future__ import annotations
 
-import io
 import re
-import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
 from driftcheck.model import Span
-from driftcheck.scan import content_digest
+from driftcheck.scan import content_digest, source_encoding
 
 NEWLINE = re.compile(r"\r\n|\r|\n")
 
@@ -100,7 +98,7 @@ class SourceFile:
 def read_source(path: Path) -> SourceFile:
     """Read and decode ``path`` as Python source (PEP 263 coding line, UTF-8 BOM)."""
     data = path.read_bytes()
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    encoding = source_encoding(data)  # honours \r line endings, as Python does
     bom = data.startswith(b"\xef\xbb\xbf")
     if encoding == "utf-8-sig":
         encoding = "utf-8"

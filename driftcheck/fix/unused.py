@@ -15,7 +15,9 @@ from driftcheck.receivers import call_name
 from .plan import FileContext, Replacement, Rewrite
 
 
-def unused_receiver_edits(ctx: FileContext, planned: list[tuple[int, Rewrite]]) -> dict[int, list[Replacement]]:
+def unused_receiver_edits(
+    ctx: FileContext, planned: list[tuple[int, Rewrite]]
+) -> dict[int, list[Replacement]]:
     """Statement removals keyed by the position (in ``planned``) of the fix that carries them.
 
     ``planned`` pairs each rewrite of this file with the line of its site.
@@ -26,7 +28,7 @@ def unused_receiver_edits(ctx: FileContext, planned: list[tuple[int, Rewrite]]) 
     order = sorted(range(len(planned)), key=lambda i: planned[i][1].primary.start, reverse=True)
     for position in order:
         line, rewrite = planned[position]
-        if rewrite.style != "helper":
+        if not rewrite.removed:
             continue
         function = ctx.enclosing_function(line)
         if function is None:
@@ -53,7 +55,9 @@ def _sole_getter_assignment(
     ctx: FileContext, function: ast.FunctionDef | ast.AsyncFunctionDef, name: str
 ) -> ast.Assign | None:
     stores = [
-        n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
+        n
+        for n in ast.walk(function)
+        if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
     ]
     if len(stores) != 1:
         return None

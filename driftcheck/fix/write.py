@@ -8,6 +8,7 @@ fixes were planned against.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import re
@@ -63,7 +64,13 @@ def write_atomically(path: Path, data: bytes, expected_digest: str) -> None:
         raise WriteError(f"cannot read the file again: {exc.strerror or exc}") from exc
     if content_digest(current) != expected_digest:
         raise WriteError("the file changed on disk while fixing; not overwritten")
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".driftcheck-tmp")
+    # os.replace only needs the directory writable: without this check a read-only file (or
+    # one root may write but whose mode says nobody should) would be silently replaced
+    if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(path, os.W_OK):
+        raise WriteError("the file is read-only; not overwritten")
+    handle, temp = tempfile.mkstemp(
+        dir=path.parent, prefix=f".{path.name}.", suffix=".driftcheck-tmp"
+    )
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
@@ -72,8 +79,6 @@ def write_atomically(path: Path, data: bytes, expected_digest: str) -> None:
         os.chmod(temp, mode)
         os.replace(temp, path)
     except OSError as exc:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(temp)
-        except OSError:
-            pass
         raise WriteError(f"cannot write the file: {exc.strerror or exc}") from exc
