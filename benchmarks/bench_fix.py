@@ -8,7 +8,11 @@ Each repetition works on a fresh copy of the release (the corpus cache is never 
 * ``cli cached``: wall time of ``driftcheck --fix`` after a plain ``driftcheck`` run filled the
   scan cache (what a developer sees on the second command);
 * in-process phases: ``check`` (scan + judge), ``attach`` (plan every fix and compute its
-  flips), ``apply`` (splice, byte-compile, atomic write with fsync), ``diff`` (unified diff).
+  flips), ``apply`` (splice, byte-compile, atomic write with fsync), ``diff`` (unified diff);
+* ``libcst import``: what the rewrite substrate costs a fresh process before the first fix
+  (the CLI pays it once per ``--fix`` run; the in-process ``attach`` median does not show it),
+  and ``libcst parse``: the share of ``attach`` spent in ``libcst.parse_expression`` on the
+  rewritten expressions' text (the only text libcst is given).
 
 Figures are medians over the repetitions (min in brackets). Nothing here is asserted.
 """
@@ -23,6 +27,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import libcst
 
 from driftcheck.corpus import fetch_release
 from driftcheck.engine import check
@@ -43,11 +49,32 @@ def timed_cli(tree: Path, *args: str) -> float:
     return time.perf_counter() - start
 
 
+def libcst_import() -> float:
+    """Seconds a fresh interpreter spends importing libcst."""
+    code = "import time; t = time.perf_counter(); import libcst; print(time.perf_counter() - t)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(out.stdout)
+
+
 def phases(tree: Path, style: str) -> dict[str, float]:
     start = time.perf_counter()
     result = check([tree], use_cache=False)
     checked = time.perf_counter()
-    findings = attach_fixes(result, result.findings, style)
+    parsing = [0.0]
+    real_parse = libcst.parse_expression
+
+    def timed_parse(*args, **kwargs):  # type: ignore[no-untyped-def]
+        began = time.perf_counter()
+        try:
+            return real_parse(*args, **kwargs)
+        finally:
+            parsing[0] += time.perf_counter() - began
+
+    libcst.parse_expression = timed_parse
+    try:
+        findings = attach_fixes(result, result.findings, style)
+    finally:
+        libcst.parse_expression = real_parse
     attached = time.perf_counter()
     outcome = apply_fixes(result, findings, write=True)
     applied = time.perf_counter()
@@ -56,6 +83,7 @@ def phases(tree: Path, style: str) -> dict[str, float]:
     return {
         "check": checked - start,
         "attach": attached - checked,
+        "libcst parse": parsing[0],
         "apply": applied - attached,
         "diff": diffed - applied,
         "fixes": float(len(outcome.fixed)),
@@ -94,6 +122,9 @@ def main() -> None:
             print(f"  cli cached --fix     : {summary(warm)}")
             for key in ("check", "attach", "apply", "diff"):
                 print(f"  in-process {key:<9} : {summary(table[key])}")
+            print(f"  libcst parse (attach): {summary(table['libcst parse'])}")
+            imports = [libcst_import() for _ in range(args.repeat)]
+            print(f"  libcst import        : {summary(imports)}")
             print(
                 f"  fixes applied        : {int(table['fixes'][0])} in {int(table['files'][0])} files"
             )

@@ -7,8 +7,10 @@ enum member) or a one-line ``fix_refusal``. :func:`apply_fixes` applies the fixe
 in one pass from the end backwards, checks the result byte-compiles, and writes it atomically
 unless the file changed on disk since it was scanned.
 
-Planning reads only the rewritten expression's text (located by the scan's ``ast`` spans); a
-file's whole-module AST is parsed only for plans that need it (helper style, constants).
+Planning reads only the rewritten expression's text (located by the scan's ``ast`` spans) and
+rewrites it as a libcst tree of that text alone (:mod:`driftcheck.fix.cstfragment`, imported
+on the first plan); a file's whole-module AST is parsed only for plans that need it (helper
+style, constants), and libcst never sees the whole file.
 """
 
 from __future__ import annotations

@@ -1,22 +1,32 @@
-"""The operands of a boolean chain or a collection literal, the gaps between them, and where
-new operands go so that the chain keeps its own layout.
+"""A boolean chain or a collection literal in the libcst tree of one expression: its operands
+in order, the gaps between them, and the separator a new operand copies.
 
-A *gap* is the text between two operands: ``" or "``, ``"\\n        or "``, ``",\\n    "``,
-possibly with comments. A new operand copies a *template*: a gap with its comments removed.
-Comments stay with the operand whose line they are on: when the anchor's line ends in a
-comment, the new operand goes after that comment, never between an operand and its comment.
+A *gap* is what lies between two neighbouring operands: the separator (an ``or``/``and``
+operator or a comma, carrying the whitespace, line breaks and comments libcst keeps on its
+``whitespace_before``/``whitespace_after``) and any parenthesis that closes after the left
+operand or opens before the right one. A new operand copies a *template*: the separator of a
+gap without parentheses, with its comments and comment-only lines removed (the whitespace
+before a removed comment goes with it; every line ending becomes the gap's first one), that
+still reads as a plain separator (a keyword needs whitespace on both sides).
+
+The operands come in the order ``ast`` gives them (:mod:`driftcheck.fix.operands`), so the
+two are matched by position.
 """
 
 from __future__ import annotations
 
-import ast
-import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .fragment import Fragment
+from .cstfragment import CstFragment
+from .operands import COLLECTION_CALLS
 from .text import NEWLINE
 
-COLLECTION_CALLS = ("frozenset", "set", "tuple", "list")
+if TYPE_CHECKING:
+    import libcst as cst
+
+    Separator = cst.BaseBooleanOp | cst.Comma
+    Closing = cst.RightParen | cst.RightSquareBracket | cst.RightCurlyBrace
 
 
 class LayoutError(Exception):
@@ -24,172 +34,246 @@ class LayoutError(Exception):
 
 
 @dataclass(frozen=True)
-class Item:
-    """One operand (or collection element) and its range in the file text."""
+class Gap:
+    """The separator between two operands, whether a parenthesis sits there too, and the text."""
 
-    start: int
-    end: int
-    node: ast.expr
+    separator: Separator
+    parens: bool
+    text: str
+
+    @property
+    def head_comment(self) -> bool:
+        """Whether the gap's first line (the left operand's line) ends in a comment."""
+        return "#" in NEWLINE.split(self.text)[0]
 
 
 @dataclass(frozen=True)
-class Edit:
-    """Insert ``text`` at ``offset`` (a pure insertion in the file text)."""
-
-    offset: int
-    text: str
-
-
-def strip_comment(line: str) -> str:
-    """``line`` without its comment (gaps hold no strings, so ``#`` always starts one)."""
-    index = line.find("#")
-    return line if index < 0 else line[:index]
-
-
-def has_comment(text: str) -> bool:
-    """Whether a gap holds a comment."""
-    return "#" in text
-
-
 class Chain:
-    """Operands joined by one separator: ``or``, ``and`` or ``,`` (a collection literal)."""
+    """Operands joined by one separator: ``or``, ``and`` or ``,`` (a collection literal).
 
-    def __init__(
-        self, text: str, items: list[Item], separator: str, closing: int | None = None
-    ) -> None:
-        self.text = text
-        self.items = items
-        self.separator = separator
-        self.closing = closing  # offset of a collection's closing bracket
+    ``top`` is the outermost ``BooleanOperation``, or the ``Tuple``/``List``/``Set``;
+    ``bracket`` is the bracket that ends the chain (the collection's own, or the wrapper's
+    parenthesis when the chain is the whole fragment): its ``whitespace_before`` holds what
+    follows the last operand (or the trailing comma) up to it.
+    """
 
-    # -- construction ---------------------------------------------------------------------
-    @staticmethod
-    def of_boolop(text: str, fragment: Fragment, node: ast.BoolOp) -> Chain:
-        """The flattened operands of ``a or b or (c or d)`` (same-operator nesting only)."""
-        values: list[ast.expr] = []
-        pending = list(reversed(node.values))
-        while pending:
-            value = pending.pop()
-            if isinstance(value, ast.BoolOp) and type(value.op) is type(node.op):
-                pending.extend(reversed(value.values))
-            else:
-                values.append(value)
-        items = [Item(fragment.start(v), fragment.end(v), v) for v in values]
-        separator = "or" if isinstance(node.op, ast.Or) else "and"
-        return Chain(text, items, separator)
+    fragment: CstFragment
+    keyword: str
+    top: cst.BaseExpression
+    items: list[cst.CSTNode]
+    gaps: list[Gap]
+    bracket: Closing | None
+    parens_after_last: bool
+    trailing_comma: cst.Comma | None = None
 
-    @staticmethod
-    def of_collection(text: str, fragment: Fragment, node: ast.expr) -> Chain | None:
-        """The elements of ``("a", "b")``, ``["a"]``, ``{"a"}`` or ``frozenset({...})``."""
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in COLLECTION_CALLS
-            and len(node.args) == 1
-            and not node.keywords
+    # -- templates -------------------------------------------------------------------------
+    def clean_separator(self, index: int) -> Separator | None:
+        """Gap ``index``'s separator without comments, or None when it is not a plain one."""
+        gap = self.gaps[index]
+        if gap.parens:
+            return None
+        separator = strip_comments(gap.separator, self.fragment)
+        if self.keyword != "," and not (
+            self.fragment.render(separator.whitespace_before)
+            and self.fragment.render(separator.whitespace_after)
         ):
-            node = node.args[0]
-        if not isinstance(node, (ast.Tuple, ast.List, ast.Set)) or not node.elts:
             return None
-        items = [Item(fragment.start(e), fragment.end(e), e) for e in node.elts]
-        closing = fragment.end(node) - 1
-        if text[closing] not in ")]}":
-            return None  # an unparenthesised tuple: no bracket to insert before
-        return Chain(text, items, ",", closing)
+        return separator
 
-    # -- layout ---------------------------------------------------------------------------
-    def gap(self, index: int) -> str:
-        """The text between item ``index`` and item ``index + 1``."""
-        return self.text[self.items[index].end : self.items[index + 1].start]
+    def plain(self, index: int) -> bool:
+        """Whether gap ``index`` is a plain separator already (no comment, no parenthesis)."""
+        clean = self.clean_separator(index)
+        return clean is not None and self.fragment.render(clean) == self.gaps[index].text
 
-    def trailing_comma(self) -> int | None:
-        """Offset just after a collection's trailing comma, if it has one."""
-        if self.closing is None:
-            return None
-        offset = self.items[-1].end
-        for line in re.split(r"(?<=\n)|(?<=\r)(?!\n)", self.text[offset : self.closing]):
-            code = strip_comment(line)
-            if "," in code:
-                return offset + code.index(",") + 1
-            offset += len(line)
-        return None
+    def template(self, preferred: list[int]) -> Separator:
+        """A clean separator to copy: the preferred gaps' first, then any other gap's."""
+        import libcst as cst
 
-    def template(self, preferred: list[int]) -> str:
-        """A clean separator to copy: the preferred gaps first, then any other gap."""
-        order = [i for i in preferred if 0 <= i < len(self.items) - 1]
-        order += [i for i in range(len(self.items) - 1) if i not in order]
+        order = [i for i in preferred if 0 <= i < len(self.gaps)]
+        order += [i for i in range(len(self.gaps)) if i not in order]
         for index in order:
-            clean = normalise_gap(self.gap(index), self.separator)
+            clean = self.clean_separator(index)
             if clean is not None:
                 return clean
         if len(self.items) == 1:
-            return f"{self.separator} " if self.separator == "," else f" {self.separator} "
+            if self.keyword == ",":
+                return cst.Comma(
+                    whitespace_before=cst.SimpleWhitespace(""),
+                    whitespace_after=cst.SimpleWhitespace(" "),
+                )
+            return cst.Or() if self.keyword == "or" else cst.And()
         raise LayoutError(
-            f"no separator between the operands is a plain '{self.separator}' to copy "
+            f"no separator between the operands is a plain '{self.keyword}' to copy "
             "(parentheses or line continuations around every one)"
         )
 
-    # -- insertion ------------------------------------------------------------------------
-    def insert_after(self, index: int, texts: list[str]) -> list[Edit]:
-        """Edits that put ``texts`` (in order) right after item ``index``."""
-        if index < len(self.items) - 1:
-            gap = self.gap(index)
-            template = self.template([index, index - 1, index + 1])
-            head = NEWLINE.split(gap)[0]
-            if has_comment(head):
-                # the anchor's line ends in a comment: keep it there, start on the next line
-                return [Edit(self.items[index + 1].start, "".join(t + template for t in texts))]
-            return [Edit(self.items[index].end, "".join(template + t for t in texts))]
-        return self._append(texts)
+    def tail_line(self) -> cst.TrailingWhitespace | None:
+        """The rest of the last operand's line when it is a comment (``  # last one``)."""
+        import libcst as cst
 
-    def insert_before(self, index: int, texts: list[str]) -> list[Edit]:
-        """Edits that put ``texts`` (in order) right before item ``index``."""
-        if index > 0:
-            return self.insert_after(index - 1, texts)
-        template = self.template([0])
-        return [Edit(self.items[0].start, "".join(t + template for t in texts))]
+        if self.bracket is None or self.parens_after_last or self.trailing_comma is not None:
+            return None
+        space = self.bracket.whitespace_before
+        if isinstance(space, cst.ParenthesizedWhitespace) and space.first_line.comment:
+            return space.first_line
+        return None
 
-    def _append(self, texts: list[str]) -> list[Edit]:
-        last = self.items[-1]
-        template = self.template([len(self.items) - 2])
-        comma = self.trailing_comma()
-        if comma is not None:
-            after_comma = template.split(",", 1)[1]
-            rest = self.text[comma : self.text_line_end(comma)]
-            at = comma
-            if NEWLINE.search(after_comma) and not strip_comment(rest).strip():
-                at = self.text_line_end(comma)
-            return [Edit(at, "".join(after_comma + t + "," for t in texts))]
-        rest = self.text[last.end : self.text_line_end(last.end)]
-        match = NEWLINE.search(template)
-        if match and rest.strip().startswith("#"):
-            head, tail = template[: match.start()], template[match.start() :]
-            body = tail + texts[0] + "".join(template + t for t in texts[1:])
-            edits = [Edit(self.text_line_end(last.end), body)]
-            return [Edit(last.end, head), *edits] if head else edits
-        return [Edit(last.end, "".join(template + t for t in texts))]
+    def with_closing_space(
+        self, top: cst.BaseExpression, space: cst.BaseParenthesizableWhitespace
+    ) -> cst.BaseExpression:
+        """``top`` (this chain's collection, rebuilt) with new whitespace before its bracket."""
+        import libcst as cst
 
-    def text_line_end(self, offset: int) -> int:
-        """The offset of the end of the line holding ``offset``."""
-        match = NEWLINE.search(self.text, offset)
-        return match.start() if match else len(self.text)
+        if isinstance(top, cst.List):
+            return top.with_changes(rbracket=top.rbracket.with_changes(whitespace_before=space))
+        if isinstance(top, cst.Set):
+            return top.with_changes(rbrace=top.rbrace.with_changes(whitespace_before=space))
+        closing = top.rpar[0].with_changes(whitespace_before=space)
+        return top.with_changes(rpar=[closing, *top.rpar[1:]])
 
 
-def normalise_gap(gap: str, separator: str) -> str | None:
-    """``gap`` without comments and comment-only lines, or None when it is not a plain
-    separator (it holds a parenthesis, or lacks spaces around a keyword)."""
-    parts = NEWLINE.split(gap)
-    if len(parts) == 1:
-        clean = gap
+# -- construction ---------------------------------------------------------------------------
+def site_chain(fragment: CstFragment, membership: bool) -> Chain | None:
+    """The chain of a site: the collection of ``x in (...)``, else the boolean chain (under a
+    ``not``). None when the tree does not have that shape."""
+    import libcst as cst
+
+    root = fragment.root
+    if membership:
+        if not isinstance(root, cst.Comparison) or len(root.comparisons) != 1:
+            return None
+        return collection_chain(fragment, root.comparisons[0].comparator)
+    node = root.expression if isinstance(root, cst.UnaryOperation) else root
+    return boolean_chain(fragment, node)
+
+
+def boolean_chain(fragment: CstFragment, top: cst.BaseExpression) -> Chain | None:
+    """The flattened operands of ``a or b or (c or d)`` (same-operator nesting only)."""
+    import libcst as cst
+
+    if not isinstance(top, cst.BooleanOperation):
+        return None
+    kind = type(top.operator)
+    tokens: list[tuple[str, cst.CSTNode]] = []
+
+    def walk(node: cst.BaseExpression, outermost: bool) -> None:
+        if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, kind):
+            if not outermost:
+                tokens.extend(("paren", p) for p in node.lpar)
+            walk(node.left, False)
+            tokens.append(("separator", node.operator))
+            walk(node.right, False)
+            if not outermost:
+                tokens.extend(("paren", p) for p in node.rpar)
+            return
+        tokens.extend(("paren", p) for p in node.lpar)
+        tokens.append(("item", node))
+        tokens.extend(("paren", p) for p in node.rpar)
+
+    walk(top, True)
+    items, gaps, after_last = _split(fragment, tokens)
+    wrapper = top.rpar[-1] if top is fragment.root and len(top.rpar) == 1 else None
+    keyword = "or" if isinstance(top.operator, cst.Or) else "and"
+    return Chain(fragment, keyword, top, items, gaps, wrapper, after_last)
+
+
+def collection_chain(fragment: CstFragment, node: cst.BaseExpression) -> Chain | None:
+    """The elements of ``("a", "b")``, ``["a"]``, ``{"a"}`` or ``frozenset({...})``."""
+    import libcst as cst
+
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value in COLLECTION_CALLS
+        and len(node.args) == 1
+        and node.args[0].keyword is None
+        and not node.args[0].star
+    ):
+        node = node.args[0].value
+    if not isinstance(node, (cst.Tuple, cst.List, cst.Set)) or not node.elements:
+        return None
+    if isinstance(node, cst.Tuple):
+        own = node.lpar[1:] if node is fragment.root else node.lpar
+        if not own:
+            return None  # an unparenthesised tuple: no bracket to insert before
+        bracket: Closing = node.rpar[0]
     else:
-        newline = NEWLINE.search(gap).group()  # type: ignore[union-attr]
-        head = strip_comment(parts[0]).rstrip(" \t")
-        middle = [strip_comment(p).rstrip() for p in parts[1:-1]]
-        clean = newline.join([head, *[m for m in middle if m.strip()], parts[-1]])
-    keyword = r"\s" + separator + r"\s"
-    pattern = r"[\s\\]*" + ("," if separator == "," else keyword) + r"[\s\\]*"
-    if not re.fullmatch(pattern, clean):
-        return None
-    if re.search(r"\\(?!\r?\n|\r)", clean):
-        return None
-    return clean
+        bracket = node.rbracket if isinstance(node, cst.List) else node.rbrace
+    tokens: list[tuple[str, cst.CSTNode]] = []
+    for element in node.elements:
+        item = element.value if isinstance(element, cst.Element) else element
+        tokens.extend(("paren", p) for p in item.lpar)
+        tokens.append(("item", item))
+        tokens.extend(("paren", p) for p in item.rpar)
+        if isinstance(element.comma, cst.Comma):
+            tokens.append(("separator", element.comma))
+    items, gaps, after_last = _split(fragment, tokens)
+    last = node.elements[-1].comma
+    trailing = last if isinstance(last, cst.Comma) else None
+    return Chain(fragment, ",", node, items, gaps, bracket, after_last, trailing)
+
+
+def _split(
+    fragment: CstFragment, tokens: list[tuple[str, cst.CSTNode]]
+) -> tuple[list[cst.CSTNode], list[Gap], bool]:
+    """Items, the gaps between them, and whether a parenthesis follows the last item."""
+    items: list[cst.CSTNode] = []
+    gaps: list[Gap] = []
+    pending: list[tuple[str, cst.CSTNode]] = []
+    for kind, node in tokens:
+        if kind != "item":
+            pending.append((kind, node))
+            continue
+        if items:
+            separators = [n for k, n in pending if k == "separator"]
+            gaps.append(
+                Gap(
+                    separator=separators[0],  # type: ignore[arg-type]
+                    parens=any(k == "paren" for k, _ in pending),
+                    text="".join(fragment.render(n) for _, n in pending),
+                )
+            )
+        items.append(node)
+        pending = []
+    return items, gaps, any(k == "paren" for k, _ in pending)
+
+
+# -- separators -----------------------------------------------------------------------------
+def strip_comments(separator: Separator, fragment: CstFragment) -> Separator:
+    """``separator`` without comments and comment-only lines, with every line ending the
+    first one it has; the whitespace before a removed comment goes too (on the first line
+    only spaces and tabs, as a formatter would)."""
+    import libcst as cst
+
+    first = NEWLINE.search(fragment.render(separator))
+    if first is None:
+        return separator
+    newline = first.group()
+    seen = False
+
+    def clean(space: cst.BaseParenthesizableWhitespace) -> cst.BaseParenthesizableWhitespace:
+        nonlocal seen
+        if isinstance(space, cst.SimpleWhitespace):
+            if NEWLINE.search(space.value):  # a backslash continuation
+                seen = True
+                return space.with_changes(value=NEWLINE.sub(newline, space.value))
+            return space
+        assert isinstance(space, cst.ParenthesizedWhitespace)
+        kept = "" if seen else space.first_line.whitespace.value.rstrip(" \t")
+        seen = True
+        line = cst.TrailingWhitespace(
+            whitespace=cst.SimpleWhitespace(kept),
+            comment=None,
+            newline=fragment.newline_node(newline),
+        )
+        return space.with_changes(first_line=line, empty_lines=[])
+
+    before = clean(separator.whitespace_before)
+    return separator.with_changes(
+        whitespace_before=before, whitespace_after=clean(separator.whitespace_after)
+    )
+
+
+def has_newline(fragment: CstFragment, node: cst.CSTNode) -> bool:
+    """Whether ``node``'s text breaks a line."""
+    return NEWLINE.search(fragment.render(node)) is not None

@@ -2,7 +2,9 @@
 
 Only the rewritten expression is ever parsed by the fixer's planning step, never the whole
 file: the text is wrapped as ``(\\n...\\n)`` so that multi-line expressions, comments and
-backslash continuations parse exactly as they do in place.
+backslash continuations parse exactly as they do in place. This is the locating side (operands,
+their members, what they name); :mod:`driftcheck.fix.cstfragment` parses the same text with
+libcst for the rewrite.
 """
 
 from __future__ import annotations

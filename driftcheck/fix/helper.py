@@ -18,13 +18,19 @@ import keyword
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from driftcheck.model import Site
 from driftcheck.receivers import call_name
 
-from .chain import Chain, normalise_gap
+from .chain import Chain, site_chain
+from .cstfragment import CstFragment, replace_nodes
 from .fragment import Fragment, FragmentError
+from .operands import Item, boolop_items
 from .plan import FileContext, Refusal, Replacement, Rewrite, SiteJob
+
+if TYPE_CHECKING:
+    import libcst as cst
 
 METHOD_FORMS = ("or-chain", "not-or", "and-not")
 
@@ -55,29 +61,36 @@ def plan_helper(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> Re
     family_set = set(family.members)
     if any(ms & family_set and not ms <= family_set for ms in parsed.members):
         raise Refusal("an operand names family members and others at once; rewrite it by hand")
-    call = f"{family.name}()"
-    kept: list[str] = []
+    import libcst as cst
+
+    call: cst.BaseExpression = cst.Call(func=cst.Name(family.name))
+    if site.form == "and-not":
+        call = cst.UnaryOperation(operator=cst.Not(), expression=call)
+    kept: list[cst.BaseExpression] = []
     removed: list[tuple[int, int]] = []
     placed = False
-    for item, ms, kind in zip(parsed.chain.items, parsed.members, parsed.kinds, strict=True):
+    operands = zip(parsed.items, parsed.chain.items, parsed.members, parsed.kinds, strict=True)
+    for item, node, ms, kind in operands:
         if kind == "helper":  # a canonical helper the chain already calls stays as it is
             ms = frozenset()
         if ms and not placed:  # the helper takes the place of the first backend operand
-            kept.append(f"not {call}" if site.form == "and-not" else call)
+            kept.append(call)
             placed = True
         if ms and ms <= family_set:
             removed.append((item.start, item.end))
             continue
-        kept.append(ctx.source.text[item.start : item.end])
+        kept.append(node)  # type: ignore[arg-type]
     return rebuild(ctx, site, parsed, kept, removed, "helper", receivers)
 
 
 @dataclass(frozen=True)
 class ParsedChain:
-    """A site's chain of operands, with each operand's members (empty: not a backend term)."""
+    """A site's chain: its operands located by ``ast`` (with each operand's members; empty:
+    not a backend term) and the same chain in libcst's tree of the site's text."""
 
     start: int
     end: int
+    items: list[Item]
     chain: Chain
     members: list[frozenset[str]]
     kinds: list[str | None]
@@ -95,47 +108,92 @@ def parse_chain(ctx: FileContext, site: Site, style: str) -> ParsedChain:
     inner = node.operand if isinstance(node, ast.UnaryOp) else node
     if not isinstance(inner, ast.BoolOp):
         raise Refusal("the enumeration is not a boolean chain")
-    chain = Chain.of_boolop(text, fragment, inner)
+    items = boolop_items(fragment, inner)
     by_range = {ctx.index.range_of(op.span): op for op in site.operands}
-    operands = [by_range.get((i.start, i.end)) for i in chain.items]
-    if "#" in text[chain.items[0].start : chain.items[-1].end]:
+    operands = [by_range.get((i.start, i.end)) for i in items]
+    if "#" in text[items[0].start : items[-1].end]:
         raise Refusal(
             f"comments between the operands would be moved or dropped by {style}; "
             "use --fix-style minimal or rewrite by hand"
         )
-    gaps = [chain.gap(i) for i in range(len(chain.items) - 1)]
-    if any(normalise_gap(g, chain.separator) != g for g in gaps):
+    chain = site_chain(_tree(text[start:end]), membership=False)
+    if chain is None or len(chain.items) != len(items):
+        raise Refusal("libcst and ast read the enumeration's operands differently")
+    if not all(chain.plain(i) for i in range(len(chain.gaps))):
         raise Refusal("the chain nests parentheses; rewrite it by hand")
     return ParsedChain(
         start,
         end,
+        items,
         chain,
         [op.members if op is not None else frozenset() for op in operands],
         [op.kind if op is not None else None for op in operands],
     )
 
 
+def _tree(text: str) -> CstFragment:
+    try:
+        return CstFragment(text)
+    except FragmentError as exc:
+        raise Refusal(f"cannot re-read the expression on its own: {exc}") from exc
+
+
 def rebuild(
     ctx: FileContext,
     site: Site,
     parsed: ParsedChain,
-    kept: list[str],
+    kept: list[cst.BaseExpression],
     removed: list[tuple[int, int]],
     style: str,
     receivers: frozenset[str],
 ) -> Rewrite:
-    """The site with its chain's operands replaced by ``kept``, reusing the chain's own
+    """The site with its chain's operands replaced by ``kept``, joined by the chain's own
     separators in order; a chain left with one operand loses its grouping parentheses."""
+    import libcst as cst
+
     text = ctx.source.text
     chain, start, end = parsed.chain, parsed.start, parsed.end
-    gaps = [chain.gap(i) for i in range(len(chain.items) - 1)]
-    body = kept[0] + "".join(gap + operand for gap, operand in zip(gaps, kept[1:], strict=False))
-    rstart, rend = chain.items[0].start, chain.items[-1].end
+    tree = chain.fragment
     if len(kept) == 1 and site.form == "not-or":
-        rstart, rend, body = start, end, f"not {kept[0]}"
-    elif len(kept) == 1:
-        rstart, rend = _grouping_parens(text, start, end)
-    before_start, before_end = min(rstart, start), max(rend, end)
+        root = tree.root
+        negated = cst.UnaryOperation(
+            operator=cst.Not(), expression=kept[0], lpar=root.lpar, rpar=root.rpar
+        )
+        body = tree.code(negated)
+        return _rewrite(style, text, (start, end), (start, end), body, receivers, removed)
+    if len(kept) == 1:
+        outer = _grouping_parens(text, start, end)
+        if outer != (start, end):
+            tree = _tree(text[outer[0] : outer[1]])
+        root = tree.root  # the grouping parentheses, if any, are its own beside the wrapper's
+        body = tree.code(kept[0].with_changes(lpar=root.lpar[:1], rpar=root.rpar[-1:]))
+        return _rewrite(style, text, outer, outer, body, receivers, removed)
+    joined = kept[0]
+    for gap, operand in zip(chain.gaps, kept[1:], strict=False):
+        joined = cst.BooleanOperation(left=joined, operator=gap.separator, right=operand)  # type: ignore[arg-type]
+    top = joined.with_changes(lpar=chain.top.lpar, rpar=chain.top.rpar)
+    after = tree.code(replace_nodes(tree.root, {id(chain.top): top}))
+    rstart, rend = parsed.items[0].start, parsed.items[-1].end
+    head, tail = text[start:rstart], text[rend:end]
+    if not (after.startswith(head) and after.endswith(tail)):
+        raise Refusal("libcst changed the text around the enumeration's operands")
+    body = after[len(head) : len(after) - len(tail)]
+    return _rewrite(style, text, (rstart, rend), (start, end), body, receivers, removed)
+
+
+def _rewrite(
+    style: str,
+    text: str,
+    replaced: tuple[int, int],
+    whole: tuple[int, int],
+    body: str,
+    receivers: frozenset[str],
+    removed: list[tuple[int, int]],
+) -> Rewrite:
+    """The rewrite replacing ``text[replaced]`` with ``body``; ``whole`` (holding it, or held
+    by it) is the expression whose value before and after states the change."""
+    rstart, rend = replaced
+    before_start, before_end = min(rstart, whole[0]), max(rend, whole[1])
     after = text[before_start:rstart] + body + text[rend:before_end]
     return Rewrite(
         style=style,

@@ -3,22 +3,34 @@
 Each missing member goes right after the present operand whose member is its nearest
 predecessor in the canonical helper's order (``deepep, deepep_v2, mooncake, mori, pplx``), or
 before the first family operand when none precedes it; several at one anchor keep family
-order. It is spelled like its sibling and separated like its neighbours (see
-:mod:`driftcheck.fix.chain`). For ``x in CONST`` the constant's literal is edited when the
-site is its only use.
+order. It is spelled like its sibling (:mod:`driftcheck.fix.spelling`) and separated like its
+neighbours (:mod:`driftcheck.fix.insertion`). For ``x in CONST`` the constant's literal is
+edited when the site is its only use.
+
+``ast`` locates the list and names each operand's members; libcst parses only the rewritten
+expression's text (with the comment ending its last line, which a new last operand moves) and
+the insertion is a transformation of that tree.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from driftcheck.universe import string_set_literal
 
-from .chain import Chain, Edit, LayoutError
+from .chain import Chain, LayoutError, collection_chain, site_chain
+from .cstfragment import CstFragment
 from .fragment import Fragment, FragmentError
-from .plan import FileContext, Refusal, Replacement, Rewrite, SiteJob, apply_edits
+from .insertion import ChainEdit
+from .operands import Item, boolop_items, collection_items
+from .plan import FileContext, Refusal, Replacement, Rewrite, SiteJob
 from .spelling import member_of, respell
+
+if TYPE_CHECKING:
+    import libcst as cst
 
 
 def plan_minimal(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> Rewrite:
@@ -28,25 +40,27 @@ def plan_minimal(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> R
     start, end = ctx.index.range_of(site.span)
     fragment = _fragment(text, start, end)
     node = fragment.node
-    if site.form in ("in", "not-in"):
+    membership = site.form in ("in", "not-in")
+    if membership:
         if not isinstance(node, ast.Compare) or len(node.comparators) != 1:
             raise Refusal("the membership test is not a single comparison")
         collection = node.comparators[0]
         if isinstance(collection, ast.Name):
             return _plan_constant(ctx, job, collection.id, (start, end), receivers)
-        chain = Chain.of_collection(text, fragment, collection)
-        if chain is None:
+        items = collection_items(fragment, collection)
+        if items is None:
             raise Refusal("the members are not written as a bracketed literal")
-        members = [_value_members(item.node, ctx) for item in chain.items]
+        members = [_value_members(item.node, ctx) for item in items]
     else:
         inner = node.operand if isinstance(node, ast.UnaryOp) else node
         if not isinstance(inner, ast.BoolOp):
             raise Refusal("the enumeration is not a boolean chain")
-        chain = Chain.of_boolop(text, fragment, inner)
-        members = _operand_members(chain, ctx, job)
-    edits = _insertions(chain, members, job, ctx)
-    new_end = max([end, *(e.offset for e in edits)])
-    replacement = apply_edits(text, start, new_end, edits)
+        items = boolop_items(fragment, inner)
+        members = _operand_members(items, ctx, job)
+    groups = _groups(members, job)
+    new_end, replacement = _insert(
+        ctx, job, (start, end), items, members, groups, lambda t: site_chain(t, membership)
+    )
     return Rewrite(
         style="minimal",
         primary=Replacement(start, new_end, replacement),
@@ -69,20 +83,19 @@ def _value_members(node: ast.expr, ctx: FileContext) -> frozenset[str]:
     return frozenset({member}) if member is not None else frozenset()
 
 
-def _operand_members(chain: Chain, ctx: FileContext, job: SiteJob) -> list[frozenset[str]]:
+def _operand_members(items: list[Item], ctx: FileContext, job: SiteJob) -> list[frozenset[str]]:
     """Each chain item's members, taken from the site's operands found at the same place."""
     by_range = {ctx.index.range_of(op.span): op for op in job.site.operands if op.kind != "helper"}
     return [
         by_range[(item.start, item.end)].members
         if (item.start, item.end) in by_range
         else frozenset()
-        for item in chain.items
+        for item in items
     ]
 
 
-def _insertions(
-    chain: Chain, members: list[frozenset[str]], job: SiteJob, ctx: FileContext
-) -> list[Edit]:
+def _groups(members: list[frozenset[str]], job: SiteJob) -> dict[tuple[str, int], list[str]]:
+    """The missing members by where they go: ``("after", i)`` or ``("before", i)``."""
     family = job.family.members
     present = {m for ms in members for m in ms if m in family}
     if not present:
@@ -98,25 +111,60 @@ def _insertions(
         else:
             key = ("before", next(i for i, ms in enumerate(members) if ms & set(family)))
         groups.setdefault(key, []).append(member)
-    edits: list[Edit] = []
+    return groups
+
+
+def _insert(
+    ctx: FileContext,
+    job: SiteJob,
+    span: tuple[int, int],
+    items: list[Item],
+    members: list[frozenset[str]],
+    groups: dict[tuple[str, int], list[str]],
+    chain_of: Callable[[CstFragment], Chain | None],
+) -> tuple[int, str]:
+    """The end of the rewritten range and its new text: ``text[span]`` (with the comment that
+    ends its last line, when the insertion moves it) with the groups' members added."""
+    text = ctx.source.text
+    start, end = span
+    line_end = ctx.index.line_end(end)
+    stop = line_end if text[end:line_end].strip().startswith("#") else end
+    try:
+        tree = CstFragment(text[start:stop])
+    except FragmentError as exc:
+        raise Refusal(f"cannot re-read the expression on its own: {exc}") from exc
+    chain = chain_of(tree)
+    if chain is None or len(chain.items) != len(items):
+        raise Refusal("libcst and ast read the enumeration's operands differently")
+    edit = ChainEdit(chain)
     try:
         for (where, index), group in groups.items():
-            texts = [_spell(chain, members, index, member, ctx) for member in group]
-            insert = chain.insert_after if where == "after" else chain.insert_before
-            edits.extend(insert(index, texts))
+            nodes = [_spell(chain, items, members, index, member, ctx) for member in group]
+            insert = edit.insert_after if where == "after" else edit.insert_before
+            insert(index, nodes)
     except LayoutError as exc:
         raise Refusal(str(exc)) from exc
-    return edits
+    rendered = tree.code(edit.result())
+    if edit.tail_used or stop == end:
+        return stop, rendered
+    tail = text[end:stop]
+    if not rendered.endswith(tail):
+        raise Refusal("libcst moved the comment after the enumeration")
+    return end, rendered[: len(rendered) - len(tail)]
 
 
 def _spell(
-    chain: Chain, members: list[frozenset[str]], anchor: int, member: str, ctx: FileContext
-) -> str:
+    chain: Chain,
+    items: list[Item],
+    members: list[frozenset[str]],
+    anchor: int,
+    member: str,
+    ctx: FileContext,
+) -> cst.BaseExpression:
     """``member`` spelled like the anchor, else like the nearest single-member sibling."""
     singles = [i for i, ms in enumerate(members) if len(ms) == 1]
     for index in sorted(singles, key=lambda i: (i != anchor, abs(i - anchor))):
-        item = chain.items[index]
-        spelled = respell(chain.text[item.start : item.end], member, ctx.universe)
+        spelled = respell(items[index].node, chain.items[index], member, ctx.universe)
         if spelled is not None:
             return spelled
     raise Refusal(f"no operand of the enumeration can be re-spelled to name {member}")
@@ -149,13 +197,14 @@ def _plan_constant(
     text = ctx.source.text
     start, end = ctx.range_of(value)
     fragment = _fragment(text, start, end)
-    chain = Chain.of_collection(text, fragment, fragment.node)
-    if chain is None:
+    items = collection_items(fragment, fragment.node)
+    if items is None:
         raise Refusal(f"constant {name} is not a bracketed literal")
-    members = [_value_members(item.node, ctx) for item in chain.items]
-    edits = _insertions(chain, members, job, ctx)
-    new_end = max([end, *(e.offset for e in edits)])
-    replacement = apply_edits(text, start, new_end, edits)
+    members = [_value_members(item.node, ctx) for item in items]
+    groups = _groups(members, job)
+    new_end, replacement = _insert(
+        ctx, job, (start, end), items, members, groups, lambda t: collection_chain(t, t.root)
+    )
     old = string_set_literal(value) or frozenset()
     expression = text[site_range[0] : site_range[1]]
     return Rewrite(

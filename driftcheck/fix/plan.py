@@ -15,7 +15,6 @@ from pathlib import Path
 from driftcheck.interpret import Scope
 from driftcheck.model import Family, Finding, Site, Universe
 
-from .chain import Edit
 from .text import LineIndex, SourceFile
 
 
@@ -121,15 +120,3 @@ class SiteJob:
     site: Site
     family: Family
     allowed_missing: frozenset[str]
-
-
-def apply_edits(text: str, start: int, end: int, edits: list[Edit]) -> str:
-    """``text[start:end]`` with the insertions ``edits`` (offsets in ``text``) applied."""
-    out: list[str] = []
-    cursor = start
-    for edit in sorted(edits, key=lambda e: e.offset):
-        out.append(text[cursor : edit.offset])
-        out.append(edit.text)
-        cursor = edit.offset
-    out.append(text[cursor:end])
-    return "".join(out)

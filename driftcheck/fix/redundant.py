@@ -3,7 +3,8 @@
 ``is_deepep_class_backend() or b.is_deepep_v2()`` becomes ``is_deepep_class_backend()``. The
 value does not change for any backend (which the computed change confirms). Refused when
 comments sit between the operands (the stale comment usually belongs to the deleted term;
-deciding that is left to a person).
+deciding that is left to a person). The rewrite is a libcst transformation of the chain, as in
+:func:`driftcheck.fix.helper.rebuild`.
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ def plan_removal(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> R
     """The rewrite without the redundant operands (raises :class:`Refusal`)."""
     parsed = parse_chain(ctx, job.site, "deleting the redundant operand")
     family = job.family.member_set
-    kept: list[str] = []
+    kept = []
     removed: list[tuple[int, int]] = []
-    for item, members, kind in zip(parsed.chain.items, parsed.members, parsed.kinds, strict=True):
+    operands = zip(parsed.items, parsed.chain.items, parsed.members, parsed.kinds, strict=True)
+    for item, node, members, kind in operands:
         if kind not in (None, "helper") and members and members <= family:
             removed.append((item.start, item.end))
         else:
-            kept.append(ctx.source.text[item.start : item.end])
+            kept.append(node)
     if not removed or not kept:
         raise Refusal("no operand of the chain is covered by the helper")
     return rebuild(ctx, job.site, parsed, kept, removed, "minimal", receivers)
