@@ -4,7 +4,8 @@ Usage: python benchmarks/bench_check.py [--version 0.5.23] [--runs 5]
 
 Prints, for the release's `sglang/` tree: file count and size, cold runs (no driftcheck
 cache), warm runs (cache filled), the peak resident memory of driftcheck's whole process tree
-(main process plus workers, sampled from /proc every 5 ms), and `ruff check --select PLR1714
+(main process plus workers: the sum of their proportional set sizes, sampled from /proc every
+5 ms, so copy-on-write pages shared by forked workers are not counted twice), and `ruff check --select PLR1714
 --no-cache` on the same tree in the same run, as a ratio. Targets (issue 2): cold median
 <= 2 s, warm median <= 0.5 s, peak <= 300 MB on a 2-core machine. Nothing is asserted.
 """
@@ -37,13 +38,22 @@ def _tree_rss_kb(pid: int) -> int:
     except OSError:
         pass
     for p in pids:
+        total += _pss_kb(p)
+    return total
+
+
+def _pss_kb(pid: int) -> int:
+    """Proportional set size: shared pages (a forked worker's copy-on-write view of its parent)
+    are split between the processes sharing them instead of counted once per process, as
+    VmRSS would. Falls back to VmRSS where smaps_rollup is unavailable."""
+    for name, field in ((f"/proc/{pid}/smaps_rollup", "Pss:"), (f"/proc/{pid}/status", "VmRSS:")):
         try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
+            for line in Path(name).read_text().splitlines():
+                if line.startswith(field):
+                    return int(line.split()[1])
         except OSError:
             continue
-    return total
+    return 0
 
 
 def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, int]:

@@ -1,7 +1,8 @@
 """A content-addressed cache of per-file scan results.
 
-Entries are keyed by path and checked by (size, mtime) first and content digest second; the
-whole cache is keyed by driftcheck's version, the universe fingerprint (so a change to the
+Entries are keyed by path and trusted while the file's stamp (size, mtime, ctime, inode) is
+unchanged; the whole cache is keyed by driftcheck's version, the scanner's own code, the
+universe fingerprint (so a change to the
 canonical helper or the enum invalidates every entry) and the configuration digest. Each
 entry carries a checksum: a corrupted or tampered entry is detected and ignored, never
 trusted. The directory holds its own ``.gitignore`` (ruff's habit).
@@ -14,13 +15,13 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import __version__
 from .scan import FileScan
 
 CACHE_DIR_NAME = ".driftcheck_cache"
-FORMAT = 1
+FORMAT = 2
 SCANNER_MODULES = (
     "model",
     "scan",
@@ -49,8 +50,44 @@ def _checksum(payload: str, salt: str) -> str:
     return hashlib.blake2b((salt + payload).encode(), digest_size=16).hexdigest()
 
 
+class Stamp(NamedTuple):
+    """What identifies a file version without reading it: size, mtime, ctime and inode.
+
+    ctime cannot be set from user space, so a same-size rewrite that restores the mtime
+    (``cp -p``, ``rsync -t``, ``tar``) still changes the stamp.
+    """
+
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    inode: int
+
+    @staticmethod
+    def of(stat: os.stat_result) -> Stamp:
+        """The stamp of ``stat``."""
+        return Stamp(stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
+
+
+def _stamp_text(stamp: Stamp) -> str:
+    return ":".join(map(str, stamp))
+
+
+class _Empty:
+    """The cached scan of a file that contributes nothing (most files): nothing to keep."""
+
+
+EMPTY = _Empty()
+
+
 class ScanCache:
-    """Load, query and save the per-file cache for one root and one universe."""
+    """Load, query and save the per-file cache for one root and one universe.
+
+    A file that contributes something (sites, suppressions, model facts) has an entry
+    ``[size, mtime_ns, ctime_ns, inode, data, checksum]`` with its scan as JSON. Files that
+    contribute nothing (most of a tree) are kept per directory as one text block of
+    ``name<TAB>stamp<TAB>checksum`` lines, parsed only while the walk is in that directory, so a
+    tree of 47,000 files costs little more memory than one of 4,700.
+    """
 
     def __init__(self, directory: Path, key: str) -> None:
         self.directory = directory
@@ -58,15 +95,25 @@ class ScanCache:
             f"{FORMAT}|{__version__}|{scanner_digest()}|{key}".encode(), digest_size=12
         ).hexdigest()
         self.file = directory / f"scan-{self.key}.json"
-        self.entries: dict[str, dict[str, Any]] = {}
+        self.entries: dict[str, list[Any]] = {}
+        self.empty: dict[str, str] = {}
+        self.changed: dict[str, dict[str, str | None]] = {}
         self.rejected = 0
         self.dirty = False
+        self._view_dir: str | None = None
+        self._view: dict[str, str] = {}
 
     @staticmethod
     def location(root: Path) -> Path:
         """``$DRIFTCHECK_CACHE_DIR`` if set, else ``<root>/.driftcheck_cache``."""
         env = os.environ.get("DRIFTCHECK_CACHE_DIR")
         return Path(env) if env else root / CACHE_DIR_NAME
+
+    def _signed(self, stamp: Stamp | list[Any], data: str) -> str:
+        return _checksum(f"{list(stamp)[:4]}|{data}", self.key)
+
+    def _signed_empty(self, rel: str, stamp: str) -> str:
+        return _checksum(f"{rel}\t{stamp}", self.key)[:12]
 
     def load(self) -> None:
         """Read the cache file; unreadable or tampered entries are dropped."""
@@ -76,47 +123,80 @@ class ScanCache:
             return
         if not isinstance(raw, dict) or raw.get("key") != self.key:
             return
-        entries = raw.get("entries")
-        if not isinstance(entries, dict):
+        entries, empty = raw.get("entries"), raw.get("empty", {})
+        if not isinstance(entries, dict) or not isinstance(empty, dict):
             return
+        self.empty = {d: block for d, block in empty.items() if isinstance(block, str)}
         for path, entry in entries.items():
-            if not isinstance(entry, dict) or not isinstance(entry.get("data"), str):
-                self.rejected += 1
-                continue
-            if entry.get("sum") != _checksum(entry["data"], self.key):
+            if (
+                not isinstance(entry, list)
+                or len(entry) != 6
+                or not isinstance(entry[4], str)
+                or entry[5] != self._signed(entry, entry[4])
+            ):
                 self.rejected += 1
                 continue
             self.entries[path] = entry
 
-    def get(self, rel: str, stat: os.stat_result) -> FileScan | None:
-        """The cached scan of ``rel`` if the file is unchanged since it was cached."""
+    def _empty_stamps(self, directory: str) -> dict[str, str]:
+        """``{name: stamp}`` of the files of ``directory`` cached as contributing nothing."""
+        if directory != self._view_dir:
+            self._view_dir, self._view = directory, {}
+            for line in self.empty.get(directory, "").splitlines():
+                name, _, rest = line.partition("\t")
+                stamp, _, check = rest.partition("\t")
+                if check != self._signed_empty(f"{directory}/{name}", stamp):
+                    self.rejected += 1
+                    continue
+                self._view[name] = stamp
+        return self._view
+
+    def get(self, rel: str, stamp: Stamp) -> FileScan | _Empty | None:
+        """The cached scan of ``rel`` (``EMPTY`` for a file with nothing in it), or None when
+        the file changed since it was cached."""
         entry = self.entries.get(rel)
-        if (
-            entry is None
-            or entry.get("size") != stat.st_size
-            or entry.get("mtime") != stat.st_mtime_ns
-        ):
+        if entry is None:
+            directory, _, name = rel.rpartition("/")
+            cached = self._empty_stamps(directory).get(name)
+            return EMPTY if cached is not None and cached == _stamp_text(stamp) else None
+        if tuple(entry[:4]) != stamp:
             return None
         try:
-            return FileScan.from_dict(json.loads(entry["data"]))
+            return FileScan.from_dict(json.loads(entry[4]))
         except (ValueError, KeyError, TypeError):
             self.rejected += 1
             return None
 
-    def put(self, rel: str, stat: os.stat_result, scan: FileScan) -> None:
+    def put(self, rel: str, stamp: Stamp, scan: FileScan) -> None:
         """Remember a successful scan (scans with problems are never cached)."""
-        if scan.problems:
-            self.entries.pop(rel, None)
-            self.dirty = True
-            return
-        data = json.dumps(scan.to_dict(), separators=(",", ":"))
-        self.entries[rel] = {
-            "size": stat.st_size,
-            "mtime": stat.st_mtime_ns,
-            "data": data,
-            "sum": _checksum(data, self.key),
-        }
         self.dirty = True
+        directory, _, name = rel.rpartition("/")
+        changes = self.changed.setdefault(directory, {})
+        if scan.problems or not scan.is_empty():
+            changes[name] = None
+            self.entries.pop(rel, None)
+            if not scan.problems:
+                data = json.dumps(scan.to_dict(), separators=(",", ":"))
+                self.entries[rel] = [*stamp, data, self._signed(stamp, data)]
+            return
+        self.entries.pop(rel, None)
+        text = _stamp_text(stamp)
+        changes[name] = f"{text}\t{self._signed_empty(rel, text)}"
+
+    def _merged_empty(self) -> dict[str, str]:
+        merged = dict(self.empty)
+        for directory, changes in self.changed.items():
+            lines: dict[str, str] = {}
+            for line in self.empty.get(directory, "").splitlines():
+                name, _, rest = line.partition("\t")
+                lines[name] = rest
+            for name, rest in changes.items():
+                if rest is None:
+                    lines.pop(name, None)
+                else:
+                    lines[name] = rest
+            merged[directory] = "".join(f"{n}\t{lines[n]}\n" for n in sorted(lines))
+        return {d: block for d, block in merged.items() if block}
 
     def save(self) -> None:
         """Write the cache atomically; failures (read-only trees) are silently skipped."""
@@ -130,9 +210,10 @@ class ScanCache:
             for stale in self.directory.glob("scan-*.json"):
                 if stale != self.file:
                     stale.unlink(missing_ok=True)
+            document = {"key": self.key, "entries": self.entries, "empty": self._merged_empty()}
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".scan-", suffix=".tmp")
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump({"key": self.key, "entries": self.entries}, handle, separators=(",", ":"))
+                json.dump(document, handle, separators=(",", ":"))
             os.replace(tmp, self.file)
         except OSError:
             return

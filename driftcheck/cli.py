@@ -26,7 +26,9 @@ class DefaultGroup(click.Group):
     """A group whose unknown first argument means ``check`` (so ``driftcheck PATH`` works)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")):
+        if not args or (
+            args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")
+        ):
             args = ["check", *args]
         return super().parse_args(ctx, args)
 
@@ -60,20 +62,55 @@ def _exit_code(result: CheckResult, findings: list[Finding], fail_on: str) -> in
 
 @main.command("check")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True)
-@click.option("--select", help="Comma-separated rule codes or prefixes to report (default: the default-enabled rules).")
+@click.option(
+    "--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True
+)
+@click.option(
+    "--select",
+    help="Comma-separated rule codes or prefixes to report (default: the default-enabled rules).",
+)
 @click.option("--ignore", help="Comma-separated rule codes or prefixes to leave out.")
-@click.option("--config", "config_path", type=click.Path(path_type=Path), help="A pyproject.toml or driftcheck.toml to use instead of the root's.")
-@click.option("--baseline", "baseline_path", type=click.Path(path_type=Path), help="Report only findings not in this baseline.")
-@click.option("--write-baseline", "write_baseline_path", type=click.Path(path_type=Path), help="Write the current findings as a baseline and exit 0.")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path),
+    help="A pyproject.toml or driftcheck.toml to use instead of the root's.",
+)
+@click.option(
+    "--baseline",
+    "baseline_path",
+    type=click.Path(path_type=Path),
+    help="Report only findings not in this baseline.",
+)
+@click.option(
+    "--write-baseline",
+    "write_baseline_path",
+    type=click.Path(path_type=Path),
+    help="Write the current findings as a baseline and exit 0.",
+)
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the scan cache.")
-@click.option("--jobs", "-j", type=click.IntRange(1), help="Worker processes (default: available CPUs).")
+@click.option(
+    "--jobs", "-j", type=click.IntRange(1), help="Worker processes (default: available CPUs)."
+)
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only, no summary.")
-@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
-@click.option("--fail-on", type=click.Choice(["error", "warning", "info"]), default="error", show_default=True, help="Lowest severity that makes the exit code 1.")
+@click.option(
+    "--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True
+)
+@click.option(
+    "--fail-on",
+    type=click.Choice(["error", "warning", "info"]),
+    default="error",
+    show_default=True,
+    help="Lowest severity that makes the exit code 1.",
+)
 @click.option("--fix", is_flag=True, help="Rewrite drifting enumerations in place.")
 @click.option("--diff", is_flag=True, help="Show the fixes as a unified diff without writing.")
-@click.option("--fix-style", type=click.Choice(["minimal", "helper"]), default=None, help="minimal: add the missing members (default); helper: call the canonical helper.")
+@click.option(
+    "--fix-style",
+    type=click.Choice(["minimal", "helper"]),
+    default=None,
+    help="minimal: add the missing members (default); helper: call the canonical helper.",
+)
 def check_command(
     paths: tuple[Path, ...],
     output_format: str,
@@ -148,7 +185,9 @@ def check_command(
     sys.exit(_exit_code(result, findings, fail_on))
 
 
-def _emit(result: CheckResult, findings: list[Finding], output_format: str, color: bool, quiet: bool) -> None:
+def _emit(
+    result: CheckResult, findings: list[Finding], output_format: str, color: bool, quiet: bool
+) -> None:
     if output_format == "json":
         from .report.json_report import render_json
 
@@ -171,7 +210,9 @@ def _emit(result: CheckResult, findings: list[Finding], output_format: str, colo
         click.echo(format_problem(problem, color, prefix), err=True)
     if not quiet:
         problem_files = len({p.path for p in result.problems})
-        click.echo(summary(findings, result.files_checked, result.baselined, problem_files), err=True)
+        click.echo(
+            summary(findings, result.files_checked, result.baselined, problem_files), err=True
+        )
 
 
 def _display_prefix(root: Path) -> str:
@@ -216,7 +257,9 @@ def discover_command(path: Path) -> None:
         )
     for problem in problems:
         click.echo(str(problem), err=True)
-    click.echo(f"{len(candidates)} candidate predicate{'s' if len(candidates) != 1 else ''}.", err=True)
+    click.echo(
+        f"{len(candidates)} candidate predicate{'s' if len(candidates) != 1 else ''}.", err=True
+    )
     sys.exit(2 if problems else 0)
 
 

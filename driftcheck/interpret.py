@@ -114,7 +114,9 @@ class Interpreter:
             self.seen_narrowings.append(key)
         return self.narrowings.get(key)
 
-    def _run_body(self, func: ast.FunctionDef, local: dict[str, object], *, in_enum: bool) -> object:
+    def _run_body(
+        self, func: ast.FunctionDef, local: dict[str, object], *, in_enum: bool
+    ) -> object:
         if func.name in self._stack:
             raise Unproven(f"recursive predicate {func.name}()", func.lineno)
         self._stack.append(func.name)
@@ -123,11 +125,17 @@ class Interpreter:
             if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
                 body = body[1:]
             for stmt in body:
-                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(
-                    stmt.targets[0], ast.Name
+                if (
+                    isinstance(stmt, ast.Assign)
+                    and len(stmt.targets) == 1
+                    and isinstance(stmt.targets[0], ast.Name)
                 ):
                     local[stmt.targets[0].id] = self._eval(stmt.value, local, in_enum=in_enum)
-                elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value:
+                elif (
+                    isinstance(stmt, ast.AnnAssign)
+                    and isinstance(stmt.target, ast.Name)
+                    and stmt.value
+                ):
                     local[stmt.target.id] = self._eval(stmt.value, local, in_enum=in_enum)
                 elif isinstance(stmt, ast.Return) and stmt.value is not None:
                     return self._eval(stmt.value, local, in_enum=in_enum)
@@ -238,7 +246,9 @@ class Interpreter:
                 return self._run_body(self.scope.functions[func.id], {}, in_enum=False)
             if in_enum:
                 return self._narrowing(node)
-            raise Unproven(f"call to {func.id}() whose definition is not in the linted tree", node.lineno)
+            raise Unproven(
+                f"call to {func.id}() whose definition is not in the linted tree", node.lineno
+            )
         if isinstance(func, ast.Attribute):
             if func.attr in self.scope.getters:
                 return Backend(self.member)
@@ -286,7 +296,9 @@ class Interpreter:
 
 
 def member_truths(
-    scope: Scope, members: tuple[str, ...], evaluate: callable  # type: ignore[valid-type]
+    scope: Scope,
+    members: tuple[str, ...],
+    evaluate: callable,  # type: ignore[valid-type]
 ) -> dict[str, dict[tuple[tuple[str, bool], ...], bool]]:
     """Evaluate ``evaluate(interp)`` for every member under every narrowing setting it meets.
 

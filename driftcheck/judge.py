@@ -83,8 +83,12 @@ class Judge:
         self.siblings: dict[str, list[Sibling]] = {}
 
     def index_siblings(self, scans: dict[str, FileScan]) -> None:
-        """Group the sites of model files (files with an ``EntryClass``) by role."""
-        for path, scan in scans.items():
+        """Group the sites of model files (files with an ``EntryClass``) by role.
+
+        In path order: the first sibling is the one a DC020 message cites, and ``scans`` is
+        in the order files came back (cache hits first, then the workers' completion order),
+        so a warm run cited another sibling than a cold one."""
+        for path, scan in sorted(scans.items()):
             if not scan.entry_classes:
                 continue
             for site in scan.sites:

@@ -37,6 +37,13 @@ class FileScan:
     registrations: list[str] = field(default_factory=list)
     parsed: bool = False
 
+    def is_empty(self) -> bool:
+        """Whether the file contributes nothing to a run (most files of a tree)."""
+        return not (
+            self.sites or self.suppressions or self.entry_classes or self.imports
+            or self.registrations or self.problems
+        )  # fmt: skip
+
     def to_dict(self) -> dict[str, Any]:
         """Plain data for the cache (problems are never cached)."""
         return {
@@ -97,7 +104,7 @@ def scan_bytes(
     result = FileScan(path=rel, digest=content_digest(data))
     interesting = prefilter.may_match(data)
     if b"EntryClass" in data:
-        result.entry_classes, result.imports = model_facts(data)
+        result.entry_classes, result.imports = model_facts(data, rel)
     wants_registry = any(call.encode() in data for call in register_calls)
     if not (interesting or wants_registry):
         return result
@@ -145,13 +152,28 @@ def _bad_byte_line(data: bytes, exc: Exception) -> int | None:
     return None
 
 
-def model_facts(data: bytes) -> tuple[list[str], list[str]]:
-    """Architectures a model module serves (``EntryClass``) and the modules it imports."""
+def model_facts(data: bytes, rel: str = "") -> tuple[list[str], list[str]]:
+    """Architectures a model module serves (``EntryClass``) and the sibling modules it imports.
+
+    Only imports from the module's own package are kept (``sglang.srt.models.qwen2_moe`` from
+    ``sglang/srt/models/qwen3_moe.py``, relative ones resolved): those are the model files it
+    can reuse, and keeping every import of every model file would dominate the cache.
+    """
     entries: list[str] = []
     for match in ENTRY_CLASS.finditer(data):
         entries.extend(name.decode() for name in re.findall(rb"[A-Za-z_]\w*", match.group(1)))
-    imports = sorted({(m.group(1) or m.group(2)).decode() for m in MODULE_IMPORT.finditer(data)})
-    return entries, imports
+    parts = rel.split("/")[:-1]
+    if parts and parts[0] in ("python", "src"):
+        parts = parts[1:]
+    package = ".".join(parts)
+    imports = set()
+    for match in MODULE_IMPORT.finditer(data):
+        module = (match.group(1) or match.group(2)).decode()
+        if module.startswith("."):
+            module = package + "." + module.lstrip(".") if package else module.lstrip(".")
+        if package and module.startswith(package + "."):
+            imports.add(module)
+    return entries, sorted(imports)
 
 
 def registrations(tree: ast.Module, register_calls: tuple[str, ...]) -> list[str]:

@@ -103,7 +103,11 @@ def generated_files() -> dict[Path, str]:
 def stale_files() -> list[Path]:
     """Generated files whose committed text differs, plus rule pages with no rule."""
     files = generated_files()
-    stale = [path for path, text in files.items() if not path.exists() or path.read_text(encoding="utf-8") != text]
+    stale = [
+        path
+        for path, text in files.items()
+        if not path.exists() or path.read_text(encoding="utf-8") != text
+    ]
     stale += sorted(p for p in RULES_DIR.glob("*.md") if p not in files)
     return stale
 
@@ -111,12 +115,16 @@ def stale_files() -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     """Write the generated docs, or with ``--check`` report the stale ones."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if any file is stale")
+    parser.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 if any file is stale"
+    )
     args = parser.parse_args(argv)
     if args.check:
         stale = stale_files()
         for path in stale:
-            print(f"stale: {path.relative_to(REPO)} (run python scripts/gen_docs.py)", file=sys.stderr)
+            print(
+                f"stale: {path.relative_to(REPO)} (run python scripts/gen_docs.py)", file=sys.stderr
+            )
         return 1 if stale else 0
     RULES_DIR.mkdir(parents=True, exist_ok=True)
     files = generated_files()

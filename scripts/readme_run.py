@@ -28,7 +28,11 @@ ARGS = ("--no-cache", "--color", "never", "sglang")
 def run_driftcheck(tree: Path) -> tuple[str, int]:
     """driftcheck's output (findings, then the summary it prints on stderr) and exit code."""
     proc = subprocess.run(
-        [sys.executable, "-m", "driftcheck", *ARGS], cwd=tree, capture_output=True, text=True, check=False
+        [sys.executable, "-m", "driftcheck", *ARGS],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     return proc.stdout + proc.stderr, proc.returncode
 
@@ -63,7 +67,9 @@ def replace_block(text: str, block: str) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     """Run driftcheck on the release and update README.md (or print the block)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--print", action="store_true", help="print the block; leave README.md alone")
+    parser.add_argument(
+        "--print", action="store_true", help="print the block; leave README.md alone"
+    )
     args = parser.parse_args(argv)
     output, exit_code = run_driftcheck(fetch_release(VERSION))
     block = real_run_block(output, exit_code)

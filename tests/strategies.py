@@ -52,7 +52,20 @@ def examples(count: int) -> settings:
 
 START, END = "\x01", "\x02"  # site markers in rendered text, removed by Case.write
 VALUE_ATTRIBUTE = "moe_a2a_backend"
-COMMENT_WORDS = ("keep", "in sync", "see the helper", "TODO", "order matters", "x", "!", "(a)")
+COMMENT_WORDS = (
+    "keep",
+    "in sync",
+    "see the helper",
+    "TODO",
+    "order matters",
+    "x",
+    "!",
+    "(a)",
+    "café",
+    "Größe ±",
+    "page\x0cbreak",  # a form feed: str.splitlines breaks here, Python's tokenizer does not
+    "next\x85line",  # NEL, likewise (both encodable in latin-1)
+)
 
 
 # -- universes ---------------------------------------------------------------------------------
@@ -87,18 +100,33 @@ class GenUniverse:
         lines.append(f"class {self.enum}(Enum):")
         lines += [f'    {attr} = "{value}"' for attr, value in self.members]
         for attr, value in self.members:
-            lines += ["", f"    def is_{value}(self):", f"        return self == {self.enum}.{attr}"]
+            lines += [
+                "",
+                f"    def is_{value}(self):",
+                f"        return self == {self.enum}.{attr}",
+            ]
         first = self.members[0][0]
-        lines += ["", "", f"def {self.getter}() -> {self.enum}:", f"    return {self.enum}.{first}", "", ""]
+        lines += [
+            "",
+            "",
+            f"def {self.getter}() -> {self.enum}:",
+            f"    return {self.enum}.{first}",
+            "",
+            "",
+        ]
         lines.append(f"def {self.helper}() -> bool:")
         if self.helper_form == "alias":
             lines.append(f"    backend = {self.getter}()")
             lines.append("    return " + " or ".join(f"backend.is_{v}()" for v in self.family))
         elif self.helper_form == "getter":
-            lines.append("    return " + " or ".join(f"{self.getter}().is_{v}()" for v in self.family))
+            lines.append(
+                "    return " + " or ".join(f"{self.getter}().is_{v}()" for v in self.family)
+            )
         else:
             lines += [f"    backend = {self.getter}()", "    return ("]
-            lines += [f"        {'or ' if i else ''}backend.is_{v}()" for i, v in enumerate(self.family)]
+            lines += [
+                f"        {'or ' if i else ''}backend.is_{v}()" for i, v in enumerate(self.family)
+            ]
             lines.append("    )")
         return "\n".join(lines) + "\n"
 
@@ -156,6 +184,9 @@ class Layout:
     quote: str = '"'
     reversed_eq: bool = False
     identity: bool = False  # ``is`` / ``is not`` (enum members only)
+    others: tuple[int, ...] = ()  # positions of unrelated operands (``self.ready``) in a chain
+    group: tuple[int, int] | None = None  # operands [i, j) nested in parentheses: ``a or (b or c)``
+    backslash: bool = False  # one line per operand with ``\\`` continuations (no brackets)
 
 
 @dataclass(frozen=True)
@@ -167,9 +198,9 @@ class SiteSpec:
     operand: str  # method | string | enum | constant
     members: tuple[str, ...]
     receiver: str  # getter | alias | self | param | module-alias | value | self-value | bare-value | dot-value
-    container: str  # module | function-return | function-assign | method-return | init-assign
-    wrapper: str  # plain | paren | ternary-body | ternary-test | call | keyword
-    nest: str  # none | if | for | with | try
+    container: str  # one of CONTAINERS
+    wrapper: str  # plain | paren | ternary-body | ternary-test | call | labelled-call | keyword
+    nest: str  # one of NESTS
     layout: Layout = field(default_factory=Layout)
 
     @property
@@ -182,7 +213,7 @@ class SiteSpec:
         """How the finding names the site: the keyword, the assigned name or the function."""
         if self.wrapper == "keyword":
             return f"kw_{self.index}"
-        if self.container in ("function-return", "method-return"):
+        if self.container in ("function-return", "async-return", "nested-return", "method-return"):
             return f"uses_{self.index}"
         return f"flag_{self.index}"
 
@@ -232,9 +263,12 @@ def _value_text(spec: SiteSpec, universe: GenUniverse, value: str) -> str:
 
 
 def _join(parts: list[str], separator: str, spec: SiteSpec, cont: str) -> str:
-    """Operands joined by `` or ``/`` and ``/``, ``, ``: on one line, or one per line with
-    comments after them (the caller wraps multi-line text in brackets)."""
+    """Operands joined by `` or ``/`` and ``/``, ``, ``: on one line, one per line with
+    comments after them (the caller wraps multi-line text in brackets), or one per line with
+    backslash continuations."""
     layout = spec.layout
+    if layout.backslash and separator != ", ":
+        return (" \\\n" + cont + separator.strip() + " ").join(parts)
     if not layout.multiline:
         return separator.join(parts)
     out = parts[0]
@@ -243,14 +277,31 @@ def _join(parts: list[str], separator: str, spec: SiteSpec, cont: str) -> str:
         if separator == ", ":
             out += "," + (f"  # {comment}" if comment else "") + "\n" + cont + part
         else:
-            out += (f"  # {comment}" if comment else "") + "\n" + cont + separator.strip() + " " + part
+            out += (
+                (f"  # {comment}" if comment else "") + "\n" + cont + separator.strip() + " " + part
+            )
     return out
 
 
+def _chain(spec: SiteSpec, operands: list[str], separator: str, other: str, cont: str) -> str:
+    """A boolean chain of ``operands`` with the layout's unrelated operands and nested group."""
+    layout = spec.layout
+    items = list(operands)
+    for position in sorted(layout.others, reverse=True):
+        items.insert(min(position, len(items)), other)
+    if layout.group is not None:
+        first, stop = layout.group
+        stop = min(stop, len(items))
+        if stop - first >= 2 and stop - first < len(items):
+            items[first:stop] = ["(" + separator.join(items[first:stop]) + ")"]
+    return _join(items, separator, spec, cont)
+
+
 def render_expression(spec: SiteSpec, universe: GenUniverse, cont: str) -> str:
-    """The site's expression; multi-line text only ever appears inside brackets."""
+    """The site's expression; multi-line text appears inside brackets or after backslashes."""
     layout = spec.layout
     receiver = _receiver_text(spec, universe)
+    other = f"ready_{spec.index}"
 
     def paren(i: int, text: str) -> str:
         wrap = i < len(layout.paren_operands) and layout.paren_operands[i]
@@ -259,8 +310,10 @@ def render_expression(spec: SiteSpec, universe: GenUniverse, cont: str) -> str:
     if spec.operand == "method":
         calls = [f"{receiver}.is_{m}()" for m in spec.members]
         if spec.form == "and-not":
-            return _join([paren(i, f"not {c}") for i, c in enumerate(calls)], " and ", spec, cont)
-        chain = _join([paren(i, c) for i, c in enumerate(calls)], " or ", spec, cont)
+            return _chain(
+                spec, [paren(i, f"not {c}") for i, c in enumerate(calls)], " and ", other, cont
+            )
+        chain = _chain(spec, [paren(i, c) for i, c in enumerate(calls)], " or ", other, cont)
         if spec.form == "not-or":
             return f"not ({chain})"
         return chain
@@ -270,25 +323,28 @@ def render_expression(spec: SiteSpec, universe: GenUniverse, cont: str) -> str:
             return f"{receiver} {op} _BACKENDS_{spec.index}"
         return f"{receiver} {op} {render_collection(spec, universe, cont)}"
     negative = spec.form == "ne-chain"
-    if layout.identity:
-        op = "is not" if negative else "is"
-    else:
-        op = "!=" if negative else "=="
+    op = ("is not" if negative else "is") if layout.identity else ("!=" if negative else "==")
     tests = []
     for i, member in enumerate(spec.members):
         value = _value_text(spec, universe, member)
-        text = f"{value} {op} {receiver}" if layout.reversed_eq and op in ("==", "!=") else f"{receiver} {op} {value}"
+        text = (
+            f"{value} {op} {receiver}"
+            if layout.reversed_eq and op in ("==", "!=")
+            else f"{receiver} {op} {value}"
+        )
         tests.append(paren(i, text))
-    return _join(tests, " and " if negative else " or ", spec, cont)
+    return _chain(spec, tests, " and " if negative else " or ", other, cont)
 
 
 def render_collection(spec: SiteSpec, universe: GenUniverse, cont: str) -> str:
     """The literal of an ``in`` test or of a constant."""
     layout = spec.layout
     items = [_value_text(spec, universe, m) for m in spec.members]
-    body = _join(items, ", ", spec, cont)
-    trailing = "," if layout.trailing_comma or (layout.collection == "tuple" and len(items) == 1) else ""
-    if layout.multiline:
+    body = _join(items, ", ", spec, cont) if not layout.backslash else ", ".join(items)
+    trailing = (
+        "," if layout.trailing_comma or (layout.collection == "tuple" and len(items) == 1) else ""
+    )
+    if layout.multiline and not layout.backslash:
         body = "\n" + cont + body + trailing + "\n" + cont[:-1]
         trailing = ""
     open_, close = {"tuple": "()", "list": "[]", "set": "{}", "frozenset": "{}"}[layout.collection]
@@ -299,17 +355,19 @@ def render_collection(spec: SiteSpec, universe: GenUniverse, cont: str) -> str:
 def render_value(spec: SiteSpec, universe: GenUniverse, cont: str, flag: str) -> str:
     """The statement's right-hand side: the marked expression inside its wrapper."""
     inner = START + render_expression(spec, universe, cont + "\t") + END
-    multiline = "\n" in inner
+    bracketed = "\n" in inner and not spec.layout.backslash  # backslashes need no brackets
     if spec.wrapper == "plain":
-        return f"(\n{cont}\t{inner}\n{cont})" if multiline else inner
+        return f"(\n{cont}\t{inner}\n{cont})" if bracketed else inner
     if spec.wrapper == "paren":
-        return f"(\n{cont}\t{inner}\n{cont})" if multiline else f"({inner})"
+        return f"(\n{cont}\t{inner}\n{cont})" if bracketed else f"({inner})"
     if spec.wrapper == "ternary-body":
         return f"({inner}) if {flag} else False"
     if spec.wrapper == "ternary-test":
-        return f"1 if ({inner}) else 0" if multiline else f"1 if {inner} else 0"
+        return f"1 if ({inner}) else 0" if bracketed else f"1 if {inner} else 0"
     if spec.wrapper == "call":
         return f"bool({inner})"
+    if spec.wrapper == "labelled-call":  # non-ASCII text before the site on its line
+        return f'configure("naïve Größe", {inner})'
     return f"configure(kw_{spec.index}={inner})"
 
 
@@ -332,7 +390,9 @@ _ENUM_RECEIVERS = {
 
 
 def _kind(container: str) -> str:
-    return "module" if container == "module" else "function" if container.startswith("function") else "method"
+    if container in ("module", "class-attr"):
+        return "module"
+    return "method" if container in ("method-return", "init-assign") else "function"
 
 
 @st.composite
@@ -342,10 +402,24 @@ def layouts(draw: st.DrawFn, count: int, operand: str, form: str) -> Layout:
     comments: tuple[str | None, ...] = ()
     if multiline:
         comments = tuple(
-            draw(st.lists(st.one_of(st.none(), st.sampled_from(COMMENT_WORDS)), min_size=count, max_size=count))
+            draw(
+                st.lists(
+                    st.one_of(st.none(), st.sampled_from(COMMENT_WORDS)),
+                    min_size=count,
+                    max_size=count,
+                )
+            )
         )
-    single_compare = form in ("in", "not-in")
-    parens = () if single_compare else tuple(draw(st.lists(st.booleans(), min_size=count, max_size=count)))
+    chain = form not in ("in", "not-in")
+    rarely = st.sampled_from([False, False, False, True])
+    parens = tuple(draw(st.lists(rarely, min_size=count, max_size=count))) if chain else ()
+    others = (
+        tuple(draw(st.lists(st.integers(0, count), max_size=2))) if chain and draw(rarely) else ()
+    )
+    group = None
+    if chain and draw(rarely):
+        first = draw(st.integers(0, count - 1))
+        group = (first, draw(st.integers(first + 2, count + len(others) + 1)))
     return Layout(
         multiline=multiline,
         comments=comments,
@@ -355,33 +429,56 @@ def layouts(draw: st.DrawFn, count: int, operand: str, form: str) -> Layout:
         quote=draw(st.sampled_from(['"', "'"])),
         reversed_eq=draw(st.booleans()) and operand != "enum",
         identity=operand == "enum" and form in ("eq-chain", "ne-chain") and draw(st.booleans()),
+        others=others,
+        group=group,
+        backslash=chain and draw(rarely),
     )
+
+
+CONTAINERS = (
+    "module", "class-attr", "function-return", "function-assign", "async-return", "nested-return",
+    "method-return", "init-assign",
+)  # fmt: skip
 
 
 @st.composite
 def sites(draw: st.DrawFn, universe: GenUniverse, index: int) -> SiteSpec:
     """One site in a random form, container and spelling; members biased towards the family."""
     operand = draw(st.sampled_from(["method", "string", "enum", "constant"]))
-    forms = METHOD_FORMS if operand == "method" else ("in", "not-in") if operand == "constant" else VALUE_FORMS
-    form = draw(st.sampled_from(forms))
-    container = draw(
-        st.sampled_from(["module", "function-return", "function-assign", "method-return", "init-assign"])
+    forms = (
+        METHOD_FORMS
+        if operand == "method"
+        else ("in", "not-in")
+        if operand == "constant"
+        else VALUE_FORMS
     )
+    form = draw(st.sampled_from(forms))
+    container = draw(st.sampled_from(CONTAINERS))
     kind = _kind(container)
     table = {"method": _METHOD_RECEIVERS, "enum": _ENUM_RECEIVERS}.get(operand, _VALUE_RECEIVERS)
     receiver = draw(st.sampled_from(table[kind]))
-    if operand == "enum" and receiver == "dot-value":  # pragma: no cover - not in the table
-        receiver = "getter"
-    family_part = draw(st.lists(st.sampled_from(universe.family), min_size=0, max_size=len(universe.family), unique=True))
+    family_part = draw(
+        st.lists(
+            st.sampled_from(universe.family), min_size=0, max_size=len(universe.family), unique=True
+        )
+    )
     others = [v for v in universe.values if v not in universe.family]
-    extra_part = draw(st.lists(st.sampled_from(others), max_size=len(others), unique=True)) if others else []
+    extra_part = (
+        draw(st.lists(st.sampled_from(others), max_size=len(others), unique=True)) if others else []
+    )
     members = draw(st.permutations(family_part + extra_part)) if family_part or extra_part else []
     if len(members) < 2:
         members = list(draw(st.permutations(universe.values)))[:2]
-    wrapper = draw(st.sampled_from(["plain", "paren", "ternary-body", "ternary-test", "call", "keyword"]))
-    nest = "none" if container == "module" else draw(st.sampled_from(["none", "if", "for", "with", "try"]))
+    wrapper = draw(
+        st.sampled_from(
+            ["plain", "paren", "ternary-body", "ternary-test", "call", "labelled-call", "keyword"]
+        )
+    )
+    nest = draw(st.sampled_from(sorted(NESTS)))
     layout = draw(layouts(len(members), operand, form))
-    return SiteSpec(index, form, operand, tuple(members), receiver, container, wrapper, nest, layout)
+    return SiteSpec(
+        index, form, operand, tuple(members), receiver, container, wrapper, nest, layout
+    )
 
 
 # -- unrelated code ----------------------------------------------------------------------------
@@ -398,27 +495,36 @@ def decoys(universe: GenUniverse, index: int) -> list[str]:
         f"def decoy_single_{index}():\n\treturn {universe.getter}().is_{a}()\n",
         # arithmetic and strings
         f'def unrelated_{index}(x, y):\n\tz = x * {index} + y\n\tif z > 3:\n\t\treturn "{a}"\n\treturn str(z)\n',
-        f"class Unrelated{index}:\n\t\"\"\"Nothing to see.\"\"\"\n\n\tdef __init__(self, n):\n\t\tself.n = n\n\n\tdef twice(self):\n\t\treturn self.n * 2\n",
+        f'class Unrelated{index}:\n\t"""Nothing to see."""\n\n\tdef __init__(self, n):\n\t\tself.n = n\n\n\tdef twice(self):\n\t\treturn self.n * 2\n',
     ]
     if non_family:
         # the helper plus a member it does not include: complete, nothing to report
-        blocks.append(f"def decoy_helper_{index}():\n\treturn {universe.helper}() or {universe.getter}().is_{non_family[0]}()\n")
+        blocks.append(
+            f"def decoy_helper_{index}():\n\treturn {universe.helper}() or {universe.getter}().is_{non_family[0]}()\n"
+        )
     return blocks
 
 
 # -- files and cases ---------------------------------------------------------------------------
-def _nest(spec: SiteSpec, body: list[str]) -> list[str]:
-    """Put the statement lines ``body`` (indented one level) inside a compound statement."""
-    if spec.nest == "none":
-        return body
-    inner = ["\t" + line for line in body]
-    if spec.nest == "if":
-        return ["if flag:", *inner]
-    if spec.nest == "for":
-        return ["for _ in range(2):", *inner]
-    if spec.nest == "with":
-        return ["with context():", *inner]
-    return ["try:", *inner, "except Exception:", "\tpass"]
+NESTS = {
+    "none": ([], 0, []),
+    "if": (["if flag:"], 1, []),
+    "for": (["for _ in range(2):"], 1, []),
+    "while": (["while flag:"], 1, []),
+    "with": (["with context():"], 1, []),
+    "try": (["try:"], 1, ["except Exception:", "\tpass"]),
+    "match": (["match flag:", "\tcase _:"], 2, []),
+}
+
+
+def _nest(spec: SiteSpec, statement: str) -> list[str]:
+    """``statement`` inside the site's compound statement (lines relative to its block)."""
+    head, depth, tail = NESTS[spec.nest]
+    return [*head, "\t" * depth + statement, *tail]
+
+
+def _depth(spec: SiteSpec) -> int:
+    return NESTS[spec.nest][1]
 
 
 def render_site_block(spec: SiteSpec, universe: GenUniverse) -> tuple[str, str]:
@@ -430,33 +536,42 @@ def render_site_block(spec: SiteSpec, universe: GenUniverse) -> tuple[str, str]:
     if spec.operand == "constant":
         prelude += f"_BACKENDS_{i} = {render_collection(spec, universe, chr(9))}\n"
     if spec.container == "module":
-        return prelude, f"flag_{i} = {render_value(spec, universe, '', 'flag')}\n"
-    if spec.container.startswith("function"):
-        value = render_value(spec, universe, "\t" * (2 if spec.nest != "none" else 1), "flag")
-        params = [f"args_{i}", VALUE_ATTRIBUTE, f"be_{i}: {universe.enum}", "flag=True"]
-        lines = [f"def uses_{i}({', '.join(params)}) -> bool:"]
-        body = [f"\tbackend_{i} = {universe.getter}()", "\tz = len(str(flag)) + 1"]
-        if spec.container == "function-return":
-            statement = _nest(spec, [f"return {value}"])
-            tail: list[str] = ["return False"] if spec.nest != "none" else []
-        else:
-            statement = _nest(spec, [f"flag_{i} = {value}"])
-            tail = [f"return bool(flag_{i}) if z else False"]
-        lines += body + ["\t" + line for line in statement] + ["\t" + line for line in tail]
+        value = render_value(spec, universe, "\t" * _depth(spec), "flag")
+        return prelude, "\n".join(_nest(spec, f"flag_{i} = {value}")) + "\n"
+    if spec.container == "class-attr":
+        value = render_value(spec, universe, "\t" * (1 + _depth(spec)), "flag")
+        lines = [f"class Config{i}:", *("\t" + line for line in _nest(spec, f"flag_{i} = {value}"))]
         return prelude, "\n".join(lines) + "\n"
-    value = render_value(spec, universe, "\t" * (3 if spec.nest != "none" else 2), "self.flag")
+    if spec.container in ("function-return", "function-assign", "async-return", "nested-return"):
+        outer = 1 if spec.container == "nested-return" else 0
+        value = render_value(spec, universe, "\t" * (1 + outer + _depth(spec)), "flag")
+        params = [f"args_{i}", VALUE_ATTRIBUTE, f"be_{i}: {universe.enum}", "flag=True"]
+        keyword = "async def" if spec.container == "async-return" else "def"
+        lines = [f"{keyword} uses_{i}({', '.join(params)}) -> bool:"]
+        lines += [f"\tbackend_{i} = {universe.getter}()", "\tz = len(str(flag)) + 1"]
+        if spec.container == "function-assign":
+            lines += ["\t" + line for line in _nest(spec, f"flag_{i} = {value}")]
+            lines.append(f"\treturn bool(flag_{i}) if z else False")
+        else:
+            lines += ["\t" + line for line in _nest(spec, f"return {value}")]
+            if spec.nest != "none":
+                lines.append("\treturn False")
+        if outer:
+            lines = [f"def outer_{i}():", *("\t" + line for line in lines), f"\treturn uses_{i}"]
+        return prelude, "\n".join(lines) + "\n"
+    value = render_value(spec, universe, "\t" * (2 + _depth(spec)), "self.flag")
     lines = [
         f"class Block{i}:",
-        f"\tdef __init__(self, server_args, flag=True):",
+        "\tdef __init__(self, server_args, flag=True):",
         f"\t\tself._backend_{i} = {universe.getter}()",
         "\t\tself.server_args = server_args",
         "\t\tself.flag = flag",
     ]
     if spec.container == "init-assign":
-        lines += ["\t\t" + line for line in _nest(spec, [f"self.flag_{i} = {value}"])]
+        lines += ["\t\t" + line for line in _nest(spec, f"self.flag_{i} = {value}")]
     else:
         lines += ["", f"\tdef uses_{i}(self):"]
-        lines += ["\t\t" + line for line in _nest(spec, [f"return {value}"])]
+        lines += ["\t\t" + line for line in _nest(spec, f"return {value}")]
         if spec.nest != "none":
             lines.append("\t\treturn False")
     return prelude, "\n".join(lines) + "\n"
@@ -470,7 +585,9 @@ class ModelFile:
     sites: tuple[SiteSpec, ...]
     decoy_slots: tuple[int, ...]  # where decoy blocks go among the site blocks
     indent: str  # the file's indentation unit
-    newline: str  # "\n" or "\r\n"
+    newline: str  # "\n", "\r\n" or "\r"
+    page_breaks: bool = False  # blocks separated by form feed lines
+    encoding: str = "utf-8"  # utf-8 | utf-8-sig (a BOM) | latin-1 (with a PEP 263 coding line)
 
 
 @st.composite
@@ -484,7 +601,9 @@ def model_files(draw: st.DrawFn, universe: GenUniverse, number: int, first_index
         sites=specs,
         decoy_slots=slots,
         indent=draw(st.sampled_from(["    ", "\t", "  "])),
-        newline=draw(st.sampled_from(["\n", "\n", "\r\n"])),
+        newline=draw(st.sampled_from(["\n", "\n", "\r\n", "\r"])),
+        page_breaks=draw(st.booleans()),
+        encoding=draw(st.sampled_from(["utf-8", "utf-8", "utf-8-sig", "latin-1"])),
     )
 
 
@@ -496,6 +615,7 @@ class Written:
     expected: tuple[tuple, ...]
     spans: dict[str, tuple[tuple[int, int, int, int, SiteSpec], ...]]
     texts: dict[str, str]
+    encodings: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -508,8 +628,9 @@ class Case:
     def render(self, model: ModelFile) -> str:
         """The model file's text with site markers, before indentation and line endings."""
         u = self.universe
+        coding = "# -*- coding: latin-1 -*-\n" if model.encoding == "latin-1" else ""
         header = (
-            '"""Generated model file."""\n\n'
+            f'{coding}"""Generated model file (naïve, Größe)."""\n\n'
             f"from pkg.utils import {u.enum}, {u.getter}, {u.helper}\n\n\n"
         )
         preludes, blocks = [], []
@@ -520,7 +641,10 @@ class Case:
         decoy_pool = decoys(u, int(model.name[1:-3]))
         for n, slot in enumerate(model.decoy_slots):
             blocks.insert(min(slot, len(blocks)), decoy_pool[n % len(decoy_pool)])
-        return header + "".join(preludes) + ("\n\n" if any(preludes) else "") + "\n\n".join(blocks)
+        separator = "\n\x0c\n" if model.page_breaks else "\n\n"  # a form feed line: GNU-style pages
+        return (
+            header + "".join(preludes) + ("\n\n" if any(preludes) else "") + separator.join(blocks)
+        )
 
     def write(self, root: Path) -> Written:
         """Write the tree under ``root``; return the expected findings and each site's span."""
@@ -533,6 +657,7 @@ class Case:
         expected: list[tuple] = []
         spans: dict[str, tuple] = {}
         texts: dict[str, str] = {}
+        encodings: dict[str, str] = {}
         for model in self.files:
             rel = f"pkg/models/{model.name}"
             text = self.render(model).replace("\t", model.indent)
@@ -546,8 +671,9 @@ class Case:
             spans[rel] = tuple(file_spans)
             final = clean.replace("\n", model.newline)
             texts[rel] = final
-            (root / rel).write_bytes(final.encode("utf-8"))
-        return Written(root, tuple(sorted(expected)), spans, texts)
+            encodings[rel] = model.encoding
+            (root / rel).write_bytes(final.encode(model.encoding))
+        return Written(root, tuple(sorted(expected)), spans, texts, encodings)
 
 
 def locate_markers(text: str) -> tuple[list[tuple[int, int, int, int]], str]:

@@ -350,8 +350,10 @@ def test_tampered_cache_entry_is_ignored_with_a_warning(
     first = run(runner, sglang_like)
     (cache_file,) = (sglang_like / ".driftcheck_cache").glob("scan-*.json")
     data = json.loads(cache_file.read_text())
-    entry = data["entries"]["sglang/srt/models/kimi_like.py"]
-    entry["data"] = entry["data"].replace('"sites":[{', '"sites":[],"x":[{', 1)
+    entry = data["entries"][
+        "sglang/srt/models/kimi_like.py"
+    ]  # [size, mtime, ctime, inode, data, sum]
+    entry[4] = entry[4].replace('"sites":[{', '"sites":[],"x":[{', 1)
     cache_file.write_text(json.dumps(data))
     result = run(runner, sglang_like)
     assert result.stdout == first.stdout

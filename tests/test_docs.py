@@ -35,7 +35,9 @@ GENERATED = gen_docs.generated_files()
 @pytest.mark.parametrize("path", sorted(GENERATED), ids=lambda p: str(p.relative_to(REPO)))
 def test_committed_doc_matches_the_generator(path: Path) -> None:
     assert path.exists(), f"{path.relative_to(REPO)} missing: run python scripts/gen_docs.py"
-    assert path.read_text(encoding="utf-8") == GENERATED[path], "stale: run python scripts/gen_docs.py"
+    assert path.read_text(encoding="utf-8") == GENERATED[path], (
+        "stale: run python scripts/gen_docs.py"
+    )
 
 
 def test_every_rule_has_a_page_and_every_page_a_rule() -> None:
@@ -72,16 +74,38 @@ def test_json_page_documents_every_field() -> None:
     """Every key the JSON output can hold has a row on docs/json-output.md."""
     span = Span(1, 0, 1, 5)
     fix = Fix("helper", span, "x", ("pplx",), "import x", "False -> True for pplx", ((span, "y"),))
-    finding = Finding("DC001", "error", "a.py", span, "f", "h", ("deepep",), ("pplx",), (), "m", latent={"pplx": "why"}, fix=fix)
-    refused = Finding("DC001", "error", "a.py", span, "f", "h", ("deepep",), ("pplx",), (), "m", fix_refusal="why")
-    keys = set(finding.to_dict()) | set(refused.to_dict()) | set(fix.to_dict()) | set(Problem("a.py", 1, "m").to_dict())
+    finding = Finding(
+        "DC001",
+        "error",
+        "a.py",
+        span,
+        "f",
+        "h",
+        ("deepep",),
+        ("pplx",),
+        (),
+        "m",
+        latent={"pplx": "why"},
+        fix=fix,
+    )
+    refused = Finding(
+        "DC001", "error", "a.py", span, "f", "h", ("deepep",), ("pplx",), (), "m", fix_refusal="why"
+    )
+    keys = (
+        set(finding.to_dict())
+        | set(refused.to_dict())
+        | set(fix.to_dict())
+        | set(Problem("a.py", 1, "m").to_dict())
+    )
     keys |= set(fix.to_dict()["span"]) | {"version", "canonical", "findings", "errors"}
     assert keys - _documented_fields() == set()
 
 
 def test_readme_block_replaces_only_the_marked_section() -> None:
     text = f"intro\n{readme_run.START}\nold\n{readme_run.END}\noutro\n"
-    block = readme_run.real_run_block("a.py:1:1: DC001 m\nFound 1 finding (1 error) in 1 file.\n", 1)
+    block = readme_run.real_run_block(
+        "a.py:1:1: DC001 m\nFound 1 finding (1 error) in 1 file.\n", 1
+    )
     assert readme_run.replace_block(text, block) == f"intro\n{block}\noutro\n"
     assert block.splitlines()[-6:] == [
         "a.py:1:1: DC001 m",

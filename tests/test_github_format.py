@@ -11,7 +11,7 @@ from driftcheck.engine import check
 from driftcheck.model import Finding, Problem, Span
 from driftcheck.report.github import escape_data, escape_property, render_github
 
-K3_LIKE = '''\
+K3_LIKE = """\
 from sglang.srt.layers.moe.utils import get_moe_a2a_backend
 
 
@@ -23,24 +23,24 @@ def _uses_ep_a2a() -> bool:
         or _a2a_backend.is_mooncake()
         or _a2a_backend.is_mori()
     )
-'''
+"""
 
-ONE_LINE = '''\
+ONE_LINE = """\
 from sglang.srt.layers.moe.utils import get_moe_a2a_backend
 
 
 def uses_a2a() -> bool:
     b = get_moe_a2a_backend()
     return b.is_deepep() or b.is_mooncake()
-'''
+"""
 
-CLEAN = '''\
+CLEAN = """\
 from sglang.srt.layers.moe.utils import is_deepep_class_backend
 
 
 def uses_a2a() -> bool:
     return is_deepep_class_backend()
-'''
+"""
 
 
 def model(root: Path, name: str, source: str) -> Path:
@@ -75,7 +75,9 @@ def test_one_line_site_gives_the_column_range(sglang_like: Path) -> None:
     )
 
 
-@pytest.mark.parametrize(("severity", "kind"), [("error", "error"), ("warning", "warning"), ("info", "notice")])
+@pytest.mark.parametrize(
+    ("severity", "kind"), [("error", "error"), ("warning", "warning"), ("info", "notice")]
+)
 def test_command_follows_severity(severity: str, kind: str) -> None:
     assert render_github([finding(severity)], []) == (
         f"::{kind} file=a.py,line=3,col=5,endLine=3,endColumn=21,title=DC001::m\n"
@@ -98,7 +100,11 @@ def test_escaping_applies_to_a_whole_command() -> None:
 
 
 def test_unparsable_file_is_an_error_annotation(sglang_like: Path) -> None:
-    broken = model(sglang_like, "broken.py", "def f(:\n    b = get_moe_a2a_backend()\n    return b.is_deepep() or b.is_mori()\n")
+    broken = model(
+        sglang_like,
+        "broken.py",
+        "def f(:\n    b = get_moe_a2a_backend()\n    return b.is_deepep() or b.is_mori()\n",
+    )
     result = check([broken], use_cache=False)
     assert render_github(result.findings, result.problems) == (
         "::error file=sglang/srt/models/broken.py,line=1,title=driftcheck::syntax error: invalid syntax; file skipped\n"
@@ -124,13 +130,17 @@ def test_paths_are_relative_to_the_working_directory(tmp_path: Path, sglang_like
     )
 
 
-def test_cli_prints_annotations_from_the_repository_root(tmp_path: Path, sglang_like: Path, runner, monkeypatch) -> None:
+def test_cli_prints_annotations_from_the_repository_root(
+    tmp_path: Path, sglang_like: Path, runner, monkeypatch
+) -> None:
     repo = tmp_path / "repo"
     (repo / "python").mkdir(parents=True)
     (sglang_like / "sglang").rename(repo / "python" / "sglang")
     model(repo / "python", "one_line.py", ONE_LINE)
     monkeypatch.chdir(repo)
-    outcome = runner.invoke(main, ["--no-cache", "--format", "github", "python/sglang/srt/models/one_line.py"])
+    outcome = runner.invoke(
+        main, ["--no-cache", "--format", "github", "python/sglang/srt/models/one_line.py"]
+    )
     assert outcome.exit_code == 1
     assert outcome.stdout == (
         "::error file=python/sglang/srt/models/one_line.py,line=6,col=12,endLine=6,endColumn=44,title=DC001::"
@@ -142,6 +152,7 @@ def test_cli_prints_annotations_from_the_repository_root(tmp_path: Path, sglang_
 def test_cli_prints_nothing_for_a_clean_file(sglang_like: Path, runner, monkeypatch) -> None:
     model(sglang_like, "clean.py", CLEAN)
     monkeypatch.chdir(sglang_like)
-    outcome = runner.invoke(main, ["--no-cache", "--format", "github", "sglang/srt/models/clean.py"])
+    outcome = runner.invoke(
+        main, ["--no-cache", "--format", "github", "sglang/srt/models/clean.py"]
+    )
     assert (outcome.exit_code, outcome.stdout) == (0, "")
-

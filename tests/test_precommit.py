@@ -25,16 +25,16 @@ FIXTURES = REPO / "fixtures"
 MANIFEST = REPO / ".pre-commit-hooks.yaml"
 DRIFTCHECK = Path(sys.executable).parent / "driftcheck"
 
-COMPLETE = '''\
+COMPLETE = """\
 from sglang.srt.layers.moe.utils import get_moe_a2a_backend
 
 
 def uses_a2a() -> bool:
     b = get_moe_a2a_backend()
     return b.is_deepep() or b.is_deepep_v2() or b.is_mooncake() or b.is_mori() or b.is_pplx()
-'''
+"""
 
-K3_LIKE = '''\
+K3_LIKE = """\
 from sglang.srt.layers.moe.utils import get_moe_a2a_backend
 
 
@@ -46,19 +46,19 @@ def _uses_ep_a2a() -> bool:
         or _a2a_backend.is_mooncake()
         or _a2a_backend.is_mori()
     )
-'''
+"""
 
-CLEAN = '''\
+CLEAN = """\
 from sglang.srt.layers.moe.utils import get_moe_a2a_backend, is_deepep_class_backend
 
 
 def uses_shared_slots() -> bool:
     return is_deepep_class_backend() or get_moe_a2a_backend().is_megamoe()
-'''
+"""
 
 # Qwen3-MoE reuses Qwen2-MoE's block: a registered architecture importing a model module makes
 # deepep_v2 live there, though the module's own architecture is not registered
-REGISTERED_IMPORTER = '''\
+REGISTERED_IMPORTER = """\
 from sglang.srt.models.reused_block import ReusedSparseBlock
 
 
@@ -67,9 +67,9 @@ class FixtureDenseForCausalLM:
 
 
 EntryClass = FixtureDenseForCausalLM
-'''
+"""
 
-REUSED_BLOCK = '''\
+REUSED_BLOCK = """\
 from sglang.srt.layers.moe.utils import get_moe_a2a_backend
 
 
@@ -84,7 +84,7 @@ class ReusedForCausalLM:
 
 
 EntryClass = ReusedForCausalLM
-'''
+"""
 
 BROKEN = "def f(:\n    b = get_moe_a2a_backend()\n    return b.is_deepep() or b.is_mori()\n"
 
@@ -107,7 +107,13 @@ class Repo:
 
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            args, cwd=self.path, env=self.env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False
+            args,
+            cwd=self.path,
+            env=self.env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            check=False,
         )
 
     def git(self, *args: str) -> subprocess.CompletedProcess[str]:
@@ -149,7 +155,10 @@ def local_hooks(*ids: str, args: list[str] | None = None) -> dict:
 
 
 def make_repo(
-    tmp_path: Path, *hook_ids: str, args: list[str] | None = None, models: dict[str, str] | None = None
+    tmp_path: Path,
+    *hook_ids: str,
+    args: list[str] | None = None,
+    models: dict[str, str] | None = None,
 ) -> Repo:
     """An SGLang-layout repository whose first commit holds the universe and a complete list
     (plus ``models``: further model files, committed before the hook is installed)."""
@@ -185,7 +194,8 @@ def repo(tmp_path: Path) -> Repo:
 def test_manifest_is_valid_for_pre_commit() -> None:
     hooks = pre_commit_clientlib.load_manifest(str(MANIFEST))
     summary = [
-        (h["id"], h["entry"], h["language"], h["types"], h["require_serial"], h["args"]) for h in hooks
+        (h["id"], h["entry"], h["language"], h["types"], h["require_serial"], h["args"])
+        for h in hooks
     ]
     assert summary == [
         ("driftcheck", "driftcheck check", "python", ["python"], True, []),
@@ -215,7 +225,10 @@ def test_clean_commit_passes(repo: Repo) -> None:
 
 def test_commit_changing_only_the_helper_names_sites_in_untouched_files(repo: Repo) -> None:
     helper = (repo.path / HELPER).read_text(encoding="utf-8")
-    widened = helper.replace("        or backend.is_pplx()\n", "        or backend.is_pplx()\n        or backend.is_nixl()\n")
+    widened = helper.replace(
+        "        or backend.is_pplx()\n",
+        "        or backend.is_pplx()\n        or backend.is_nixl()\n",
+    )
     assert widened != helper
     repo.write(HELPER, widened)
     outcome = repo.commit("is_deepep_class_backend: add nixl", HELPER)
@@ -245,7 +258,10 @@ def test_unparsable_file_fails_with_a_clear_error_and_exit_code_2(repo: Repo) ->
     outcome = repo.commit("add a broken model", MODELS / "broken.py")
     assert outcome.returncode == 1
     assert "- exit code: 2" in outcome.stdout
-    assert "sglang/srt/models/broken.py:1: error: syntax error: invalid syntax; file skipped" in outcome.stdout
+    assert (
+        "sglang/srt/models/broken.py:1: error: syntax error: invalid syntax; file skipped"
+        in outcome.stdout
+    )
 
 
 def test_fixing_hook_rewrites_and_the_second_commit_passes(tmp_path: Path) -> None:
@@ -263,17 +279,35 @@ def test_fixing_hook_rewrites_and_the_second_commit_passes(tmp_path: Path) -> No
 
 def test_baselined_drift_passes_and_new_drift_fails(tmp_path: Path) -> None:
     """The adoption workflow of docs/pre-commit.md: baseline today's findings, fail on new ones."""
-    baseline = [str(DRIFTCHECK), "--no-cache", "--write-baseline", ".driftcheck-baseline.json", "python/sglang"]
-    repo = make_repo(tmp_path, "driftcheck", args=["--baseline", ".driftcheck-baseline.json"], models={"k3_like.py": K3_LIKE})
+    baseline = [
+        str(DRIFTCHECK),
+        "--no-cache",
+        "--write-baseline",
+        ".driftcheck-baseline.json",
+        "python/sglang",
+    ]
+    repo = make_repo(
+        tmp_path,
+        "driftcheck",
+        args=["--baseline", ".driftcheck-baseline.json"],
+        models={"k3_like.py": K3_LIKE},
+    )
     written = repo.run(*baseline)
     assert written.returncode == 0, written.stdout
-    entries = json.loads((repo.path / ".driftcheck-baseline.json").read_text(encoding="utf-8"))["findings"]
+    entries = json.loads((repo.path / ".driftcheck-baseline.json").read_text(encoding="utf-8"))[
+        "findings"
+    ]
     assert [(e["code"], e["path"], e["symbol"]) for e in entries] == [
         ("DC001", "sglang/srt/models/k3_like.py", "_uses_ep_a2a")
     ]
     moved = '"""An unrelated docstring moves the list down."""\n\n' + K3_LIKE
     repo.write(MODELS / "k3_like.py", moved)
-    assert repo.commit("touch the baselined file", ".driftcheck-baseline.json", MODELS / "k3_like.py").returncode == 0
+    assert (
+        repo.commit(
+            "touch the baselined file", ".driftcheck-baseline.json", MODELS / "k3_like.py"
+        ).returncode
+        == 0
+    )
     repo.write(MODELS / "k3_copy.py", K3_LIKE)
     outcome = repo.commit("copy the list", MODELS / "k3_copy.py")
     assert outcome.returncode == 1

@@ -52,11 +52,15 @@ def driftcheck_comments(source: str) -> list[tuple[int, str, str, tuple[str, ...
 
 
 @pytest.mark.parametrize("select", RUFF_FIXES)
-def test_ruff_leaves_driftcheck_suppressions_byte_for_byte(tmp_path: Path, select: list[str]) -> None:
+def test_ruff_leaves_driftcheck_suppressions_byte_for_byte(
+    tmp_path: Path, select: list[str]
+) -> None:
     target = tmp_path / SUPPRESSED.name
     shutil.copyfile(SUPPRESSED, target)
     outcome = ruff_fix(target, *select)
-    assert (outcome.returncode, outcome.stdout) == (0, "All checks passed!\n"), outcome.stdout + outcome.stderr
+    assert (outcome.returncode, outcome.stdout) == (0, "All checks passed!\n"), (
+        outcome.stdout + outcome.stderr
+    )
     assert target.read_bytes() == SUPPRESSED.read_bytes()
 
 
@@ -74,7 +78,9 @@ def test_removing_a_neighbouring_noqa_keeps_the_driftcheck_comment(tmp_path: Pat
     ruff_fix(target, "--select", "RUF100,RUF102")
     after = target.read_text(encoding="utf-8")
     assert "# noqa" not in after
-    assert driftcheck_comments(after) == driftcheck_comments(NOQA_NEIGHBOURS.read_text(encoding="utf-8"))
+    assert driftcheck_comments(after) == driftcheck_comments(
+        NOQA_NEIGHBOURS.read_text(encoding="utf-8")
+    )
 
 
 def test_suppressions_still_work_after_ruff(sglang_like: Path) -> None:
@@ -87,7 +93,11 @@ def test_suppressions_still_work_after_ruff(sglang_like: Path) -> None:
 def test_a_noqa_spelling_would_be_deleted_by_ruff(tmp_path: Path) -> None:
     """Why driftcheck has its own syntax: ``# noqa: DC001`` is an invalid code to ruff."""
     target = tmp_path / "noqa_spelling.py"
-    target.write_text("def f(b):\n    return b.is_deepep() or b.is_mori()  # noqa: DC001\n", encoding="utf-8")
+    target.write_text(
+        "def f(b):\n    return b.is_deepep() or b.is_mori()  # noqa: DC001\n", encoding="utf-8"
+    )
     outcome = ruff_fix(target, "--select", "RUF100,RUF102")
     assert "Found 1 error (1 fixed, 0 remaining)." in outcome.stdout
-    assert target.read_text(encoding="utf-8") == "def f(b):\n    return b.is_deepep() or b.is_mori()\n"
+    assert (
+        target.read_text(encoding="utf-8") == "def f(b):\n    return b.is_deepep() or b.is_mori()\n"
+    )

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from rule_harness import run_example
-
 from driftcheck.rules import CATALOGUE, Example
+from rule_harness import run_example
 
 CASES = [
     pytest.param(code, kind, index, example, id=f"{code}-{kind}-{index}")
@@ -19,7 +18,9 @@ CASES = [
 
 @pytest.mark.parametrize(("code", "kind", "index", "example"), CASES)
 def test_rule_example(tmp_path: Path, code: str, kind: str, index: int, example: Example) -> None:
-    result = run_example(tmp_path, example.code, select=example.select or None, siblings=example.siblings)
+    result = run_example(
+        tmp_path, example.code, select=example.select or None, siblings=example.siblings
+    )
     assert not result.problems, result.problems
     codes = [f.code for f in result.findings if f.code == code]
     if kind == "valid":
@@ -37,7 +38,9 @@ def test_invalid_examples_fail_without_the_rule(tmp_path: Path, code: str) -> No
     rule = CATALOGUE[code]
     for example in rule.INVALID:
         others = [c for c in CATALOGUE if c != code]
-        result = run_example(tmp_path, example.code, select=tuple(others), siblings=example.siblings)
+        result = run_example(
+            tmp_path, example.code, select=tuple(others), siblings=example.siblings
+        )
         assert code not in {f.code for f in result.findings}
 
 

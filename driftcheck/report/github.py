@@ -51,9 +51,16 @@ def command(kind: str, message: str, properties: list[tuple[str, str | int]]) ->
 def finding_command(finding: Finding, root: Path | None = None, cwd: Path | None = None) -> str:
     """The annotation for one finding."""
     span = finding.span
-    properties: list[tuple[str, str | int]] = [("file", display_path(finding.path, root, cwd)), ("line", span.line)]
+    properties: list[tuple[str, str | int]] = [
+        ("file", display_path(finding.path, root, cwd)),
+        ("line", span.line),
+    ]
     if span.line == span.end_line:
-        properties += [("col", span.col + 1), ("endLine", span.end_line), ("endColumn", span.end_col + 1)]
+        properties += [
+            ("col", span.col + 1),
+            ("endLine", span.end_line),
+            ("endColumn", span.end_col + 1),
+        ]
     else:
         properties.append(("endLine", span.end_line))
     properties.append(("title", finding.code))
@@ -70,7 +77,10 @@ def problem_command(problem: Problem, root: Path | None = None, cwd: Path | None
 
 
 def render_github(
-    findings: list[Finding], problems: list[Problem], root: Path | None = None, cwd: Path | None = None
+    findings: list[Finding],
+    problems: list[Problem],
+    root: Path | None = None,
+    cwd: Path | None = None,
 ) -> str:
     """All annotations, findings first, one per line (empty when there is nothing to say)."""
     lines = [finding_command(f, root, cwd) for f in findings]

@@ -32,7 +32,9 @@ if TYPE_CHECKING:
     from ..engine import CheckResult
 
 SARIF_VERSION = "2.1.0"
-SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+SARIF_SCHEMA = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
 SRCROOT = "%SRCROOT%"
 FINGERPRINT = "driftcheck/v1"
 LEVELS = {"error": "error", "warning": "warning", "info": "note"}
@@ -202,7 +204,9 @@ def _notification(problem: Problem, locator: ArtifactLocator) -> dict[str, Any]:
     }
 
 
-def sarif_document(result: CheckResult, findings: list[Finding], cwd: Path | None = None) -> dict[str, Any]:
+def sarif_document(
+    result: CheckResult, findings: list[Finding], cwd: Path | None = None
+) -> dict[str, Any]:
     """The SARIF log for one run as plain data (``cwd`` defaults to the working directory)."""
     here = Path(os.path.normpath(cwd or Path.cwd()))
     locator = ArtifactLocator(result.root, here)

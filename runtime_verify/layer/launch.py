@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue as queues
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch.multiprocessing as mp
@@ -43,17 +44,39 @@ def launch(job: Job, progress: Progress | None) -> dict[str, Any]:
     return run_job(job, placement, "env://", emit)
 
 
+@contextlib.contextmanager
+def _outside_the_tree(directory: str) -> Iterator[None]:
+    """Start processes from ``directory`` with ``PYTHONSAFEPATH`` set.
+
+    A spawned rank (and the resource tracker) starts as ``python -c ...``, which puts the
+    working directory first on ``sys.path`` before driftcheck's code runs: from inside a linted
+    tree, the tree's own ``multiprocessing.py`` or ``torch.py`` would be imported and executed.
+    """
+    saved_dir, saved_env = os.getcwd(), os.environ.get("PYTHONSAFEPATH")
+    os.environ["PYTHONSAFEPATH"] = "1"
+    os.chdir(directory)
+    try:
+        yield
+    finally:
+        os.chdir(saved_dir)
+        if saved_env is None:
+            os.environ.pop("PYTHONSAFEPATH", None)
+        else:
+            os.environ["PYTHONSAFEPATH"] = saved_env
+
+
 def _spawn(job: Job, progress: Progress | None) -> dict[str, Any]:
     context = mp.get_context("spawn")
-    messages = context.Queue()
     with tempfile.TemporaryDirectory(prefix="driftcheck-layer-") as rendezvous:
         init_method = f"file://{rendezvous}/store"
-        ranks = mp.spawn(
-            _spawned_rank,
-            args=(job, init_method, messages),
-            nprocs=job.world_size,
-            join=False,
-        )
+        with _outside_the_tree(rendezvous):
+            messages = context.Queue()
+            ranks = mp.spawn(
+                _spawned_rank,
+                args=(job, init_method, messages),
+                nprocs=job.world_size,
+                join=False,
+            )
         report: dict[str, Any] | None = None
         done = False
         while not done:

@@ -1,0 +1,116 @@
+"""Examples the property tests (and the bad-input probes) found, kept as fixed regressions.
+
+Each ``cases/<name>.example`` is a model file for the fixture universe (family: deepep,
+deepep_v2, mooncake, mori, pplx), stored byte-exactly (odd line endings, encodings and
+control characters are the point, so they are not ``.py`` files a formatter might touch).
+Each test copies it into the fixture tree and runs ``driftcheck`` and ``driftcheck --fix``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from driftcheck.cli import main
+
+CASES = Path(__file__).parent / "cases"
+MODELS = "sglang/srt/models"
+MISSING = "enumerates 2 of 5 DeepEP-family backends; missing deepep_v2, mori, pplx (canonical: is_deepep_class_backend)"
+FIXED_CHAIN = (
+    b"return b.is_deepep() or b.is_deepep_v2() or b.is_mooncake() or b.is_mori() or b.is_pplx()"
+)
+
+
+def install(tree: Path, name: str) -> Path:
+    """Copy example ``name`` into the fixture tree as a model file."""
+    target = tree / MODELS / f"{name}.py"
+    target.write_bytes((CASES / f"{name}.example").read_bytes())
+    return target
+
+
+def run(runner: CliRunner, *args: str | Path):
+    return runner.invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def test_cr_line_endings_with_a_coding_line_are_checked_and_fixed_byte_exactly(
+    runner: CliRunner, sglang_like: Path
+) -> None:
+    """``\\r`` line endings hid the PEP 263 coding line ("invalid or missing encoding
+    declaration"); Python itself reads the file."""
+    path = install(sglang_like, "cr_line_endings_with_coding_line")
+    before = path.read_bytes()
+    result = run(runner, path, "--no-cache")
+    assert (
+        result.stdout
+        == f"{MODELS}/cr_line_endings_with_coding_line.py:9:12: DC001 uses_a2a {MISSING}\n"
+    )
+    assert run(runner, path, "--no-cache", "--fix").exit_code == 0
+    old_chain = b"return b.is_deepep() or b.is_mooncake()"
+    assert path.read_bytes() == before.replace(old_chain, FIXED_CHAIN)
+    assert b"caf\xe9" in path.read_bytes() and b"\n" not in path.read_bytes()
+
+
+def test_form_feed_in_a_comment_does_not_shift_the_site_text(
+    runner: CliRunner, sglang_like: Path
+) -> None:
+    """``str.splitlines`` breaks at form feeds, NEL and U+2028; Python's tokenizer does not,
+    so the site's text (and its fix) came from the wrong line."""
+    path = install(sglang_like, "form_feed_in_comment")
+    before = path.read_bytes()
+    result = run(runner, path, "--no-cache", "--fix")
+    assert result.exit_code == 0
+    assert result.stderr.splitlines()[0] == (
+        f"{MODELS}/form_feed_in_comment.py:11: fixed DC001 (minimal): False -> True for deepep_v2, mori, pplx"
+    )
+    assert path.read_bytes() == before.replace(
+        b"return b.is_deepep() or b.is_mooncake()", FIXED_CHAIN
+    )
+
+
+def test_chain_whose_every_separator_touches_a_parenthesis_is_refused_not_mangled(
+    runner: CliRunner, sglang_like: Path
+) -> None:
+    """A known limit of the minimal fixer: no plain separator to copy. It refuses with a
+    reason and leaves the file alone."""
+    path = install(sglang_like, "parenthesised_operands")
+    before = path.read_bytes()
+    result = run(runner, path, "--no-cache", "--fix")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[0] == (
+        f"{MODELS}/parenthesised_operands.py:8: not fixed DC001: no separator between the operands "
+        "is a plain 'or' to copy (parentheses or line continuations around every one)"
+    )
+    assert result.stdout == f"{MODELS}/parenthesised_operands.py:8:12: DC001 uses_a2a {MISSING}\n"
+    assert path.read_bytes() == before
+
+
+SIBLING = (
+    "from sglang.srt.layers.moe.utils import get_moe_a2a_backend, is_deepep_class_backend\n\n\n"
+    "class SiblingBlock:\n"
+    "    def forward(self, x):\n"
+    "        if not is_deepep_class_backend() and not get_moe_a2a_backend().is_ascend_fuseep():\n"
+    "            return self.forward_normal(x)\n"
+    "        return self.forward_a2a(x)\n\n\n"
+    "class {name}ForCausalLM:\n"
+    "    pass\n\n\n"
+    "EntryClass = {name}ForCausalLM\n"
+)
+
+
+def test_dc020_cites_the_same_sibling_warm_and_cold(runner: CliRunner, sglang_like: Path) -> None:
+    install(sglang_like, "dc020_subject")
+    for name in ("Alpha", "Zulu"):
+        (sglang_like / MODELS / f"{name.lower()}_sibling.py").write_text(SIBLING.format(name=name))
+    subject = f"{MODELS}/dc020_subject.py"
+    run(runner, sglang_like, "--select", "DC020")  # fills the cache
+    alpha = sglang_like / MODELS / "alpha_sibling.py"
+    alpha.write_text(alpha.read_text() + "# touched: rescanned, so it reaches the judge last\n")
+    warm = run(runner, sglang_like, "--select", "DC020")
+    cold = run(runner, sglang_like, "--select", "DC020", "--no-cache")
+    assert warm.stdout == cold.stdout
+    assert [line for line in cold.stdout.splitlines() if line.startswith(subject)] == [
+        f"{subject}:10:12: DC020 condition in SubjectBlock.forward tests deepep, ascend_fuseep where its sibling "
+        "alpha_sibling.py:6 (SiblingBlock.forward) calls is_deepep_class_backend(); "
+        "missing deepep_v2, mooncake, mori, pplx"
+    ]
