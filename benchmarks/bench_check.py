@@ -89,7 +89,15 @@ def main() -> int:
     tree = fetch_release(args.version)
     files = list((tree / "sglang").rglob("*.py"))
     size = sum(f.stat().st_size for f in files)
-    driftcheck = [sys.executable, "-m", "driftcheck", "check", "--quiet", "."]
+    driftcheck = [
+        sys.executable,
+        "-P",
+        "-m",
+        "driftcheck",
+        "check",
+        "--quiet",
+        ".",
+    ]  # -P: never import from the linted tree
     ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "DRIFTCHECK_CACHE_DIR": cache}

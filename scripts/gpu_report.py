@@ -79,7 +79,9 @@ def main() -> int:
         lines += _rows(report, name)
     lines += [
         "",
-        "Commands, one per report (run inside the release's tree):",
+        "Commands, one per report (run inside the release's tree; the trees held only the three",
+        "SGLang files above. On an untrusted tree use the `driftcheck` console script or",
+        "`python3 -P -m driftcheck`, so that no module of the tree shadows driftcheck's own imports):",
         "",
         "```",
         *(_command(name) for name in reports),

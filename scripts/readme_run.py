@@ -28,7 +28,7 @@ ARGS = ("--no-cache", "--color", "never", "sglang")
 def run_driftcheck(tree: Path) -> tuple[str, int]:
     """driftcheck's output (findings, then the summary it prints on stderr) and exit code."""
     proc = subprocess.run(
-        [sys.executable, "-m", "driftcheck", *ARGS],
+        [sys.executable, "-P", "-m", "driftcheck", *ARGS],  # -P: never import from the tree
         cwd=tree,
         capture_output=True,
         text=True,
