@@ -22,6 +22,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from driftcheck.corpus import fetch_release
 
@@ -56,12 +57,19 @@ def _pss_kb(pid: int) -> int:
     return 0
 
 
-def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, int]:
-    """(wall seconds, peak MB of the process tree, exit code)."""
+def timed(
+    cmd: list[str], cwd: Path, env: dict[str, str], stdout: Any = None, stderr: Any = None
+) -> tuple[float, float, int]:
+    """(wall seconds, peak MB of the process tree, exit code); output is discarded unless
+    ``stdout``/``stderr`` files are given."""
     peak = 0
     start = time.perf_counter()
     proc = subprocess.Popen(
-        cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        cmd,
+        cwd=cwd,
+        env=env,
+        stdout=stdout or subprocess.DEVNULL,
+        stderr=stderr or subprocess.DEVNULL,
     )
     done = threading.Event()
 

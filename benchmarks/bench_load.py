@@ -30,15 +30,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from driftcheck.corpus import fetch_release
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_check import _tree_rss_kb  # the same /proc sampling as bench_check.py
+from bench_check import timed  # the same /proc sampling as bench_check.py
 
 DRIFTCHECK = str(Path(sys.executable).with_name("driftcheck"))
 HELPER = "sglang.srt.layers.moe.utils:is_deepep_class_backend"
@@ -72,27 +70,11 @@ MODES = {
 
 def measured(args: list[str], cwd: Path, env: dict[str, str]) -> Run:
     """Run ``driftcheck ARGS`` in ``cwd`` and sample its process tree's resident memory."""
-    peak = 0
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = time.perf_counter()
-        proc = subprocess.Popen([DRIFTCHECK, *args], cwd=cwd, env=env, stdout=out, stderr=err)
-        done = threading.Event()
-
-        def sample() -> None:
-            nonlocal peak
-            while not done.is_set():
-                peak = max(peak, _tree_rss_kb(proc.pid))
-                time.sleep(0.005)
-
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
-        code = proc.wait()
-        wall = time.perf_counter() - start
-        done.set()
-        sampler.join()
+        wall, peak_mb, code = timed([DRIFTCHECK, *args], cwd, env, out, err)
         out.seek(0)
         err.seek(0)
-        return Run(wall, peak / 1024, code, out.read().decode(), err.read().decode())
+        return Run(wall, peak_mb, code, out.read().decode(), err.read().decode())
 
 
 def findings(run: Run) -> list[tuple]:
