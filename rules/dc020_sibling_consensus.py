@@ -31,8 +31,12 @@ single-backend checks (`if b.is_deepep():` where the family was meant), which no
 rule can see: the sibling is the evidence.
 
 ## Fix
-Do what the sibling does: call the canonical helper (keeping the site's extras).
+`--fix` does what the sibling does, whatever `--fix-style` says: the site's family member
+becomes a call to the canonical helper, its extras are kept (`not b.is_deepep() and not
+b.is_ascend_fuseep()` becomes `not is_deepep_class_backend() and not b.is_ascend_fuseep()`), and
+the import is added where missing. The fix states the backends it flips.
 """
+    fix_safety = "Unsafe by design: the fix flips the site for exactly the missing members, which the fix lists."
     VALID = [
         Example(
             "def forward(x):\n"
@@ -56,6 +60,17 @@ Do what the sibling does: call the canonical helper (keeping the site's extras).
             "    pass\n\n\n"
             "EntryClass = ExampleForCausalLM\n",
             missing=("deepep_v2", "mooncake", "mori", "pplx"),
+            expected_fix="class SparseBlock:\n"
+            "    def forward(self, x):\n"
+            "        if (\n"
+            "            not is_deepep_class_backend()\n"
+            "            and not get_moe_a2a_backend().is_ascend_fuseep()\n"
+            "        ):\n"
+            "            return self.forward_normal(x)\n"
+            "        return self.forward_a2a(x)\n\n\n"
+            "class ExampleForCausalLM:\n"
+            "    pass\n\n\n"
+            "EntryClass = ExampleForCausalLM\n",
             siblings={
                 "sibling_moe.py": "from sglang.srt.layers.moe.utils import get_moe_a2a_backend, is_deepep_class_backend\n\n\n"
                 "class SiblingBlock:\n"
@@ -77,6 +92,13 @@ Do what the sibling does: call the canonical helper (keeping the site's extras).
             "    pass\n\n\n"
             "EntryClass = ExampleForCausalLM\n",
             missing=("deepep_v2", "mooncake", "mori", "pplx"),
+            expected_fix="class Block:\n"
+            "    def __init__(self):\n"
+            "        if is_deepep_class_backend():\n"
+            "            self.ep_size = 8\n\n\n"
+            "class ExampleForCausalLM:\n"
+            "    pass\n\n\n"
+            "EntryClass = ExampleForCausalLM\n",
             note="majority: most sibling files enumerate the family for the same operation",
             siblings={
                 f"sibling_{name}.py": "from sglang.srt.layers.moe.utils import get_moe_a2a_backend\n\n\n"
@@ -128,24 +150,28 @@ def _where(sibling: Sibling) -> str:
 def _evidence(family: Family, judgement: Judgement) -> str | None:
     """Why the siblings say this site should cover the family, or None when they do not.
 
-    Strong evidence: a sibling calls the helper or lists the whole family. Majority evidence:
-    at least two sibling files, and more than half of all files playing the role, enumerate
-    the family (name ``min_overlap`` or more of its members) while this site does not.
+    A sibling that calls the helper, lists the whole family, or enumerates the family (names
+    ``min_overlap`` or more of its members, so DC001/DC003 hold it to the whole family) is the
+    evidence: once the siblings follow the helper, this site is the one copy that does not.
+    Judging against what the siblings will be after their own fixes keeps ``--fix`` convergent.
     """
     for sibling in judgement.siblings:
         if family.name in sibling.helpers:
             return f"its sibling {_where(sibling)} calls {family.name}()"
+    for sibling in judgement.siblings:
         if family.member_set <= sibling.members:
             return f"its sibling {_where(sibling)} lists all {len(family.members)}"
-    files = {s.path for s in judgement.siblings}
     enumerating = [
         s for s in judgement.siblings if len(s.members & family.member_set) >= judgement.min_overlap
     ]
-    enumerating_files = {s.path for s in enumerating}
-    if len(enumerating_files) >= 2 and 2 * len(enumerating_files) > len(files) + 1:
+    if enumerating:
         best = max(enumerating, key=lambda s: (len(s.members & family.member_set), s.path))
+        files = len({s.path for s in enumerating})
+        others = (
+            f" and {files - 1} more sibling file{'s' if files > 2 else ''}" if files > 1 else ""
+        )
         return (
-            f"{len(enumerating_files)} of {len(files) + 1} sibling model files enumerate "
-            f"{family.label} backends (e.g. {_where(best)})"
+            f"its sibling {_where(best)}{others} enumerate{'s' if files == 1 else ''} "
+            f"{family.label} backends"
         )
     return None

@@ -45,11 +45,12 @@ def touched_lines(old: str, new: str) -> set[int]:
 
 def allowed_lines(text: str, findings: list[Finding], style: str) -> set[int]:
     """The flagged expressions' lines (with the line before and after, which hold their
-    brackets), plus, for the helper style, the import block and receiver assignments."""
+    brackets), plus, for helper-style fixes (``--fix-style helper``, and DC020 fixes, which
+    always call the helper), the import block and receiver assignments."""
     allowed: set[int] = set()
     for finding in findings:
         allowed.update(range(finding.span.line - 1, finding.span.end_line + 2))
-    if style == "helper":
+    if style == "helper" or any(f.code == "DC020" for f in findings):
         tree = ast.parse(text)
         first_def = next(
             (

@@ -34,7 +34,7 @@ from .text import LineIndex, read_source
 from .unused import unused_receiver_edits
 from .write import WriteError, compiles, unified_diff, write_atomically
 
-FIXABLE_CODES = ("DC001", "DC003", "DC005")
+FIXABLE_CODES = ("DC001", "DC003", "DC005", "DC020")
 
 
 @dataclass
@@ -107,6 +107,8 @@ def _plan_file(
             chosen = policy.fix_style if policy is not None and policy.fix_style else style
             receivers = frozenset(site_receivers(job.site, ctx.universe))
             plan = plan_helper if chosen == "helper" else plan_minimal
+            if finding.code == "DC020":
+                plan = plan_helper  # do what the sibling does: call the canonical helper
             if finding.code == "DC005":
                 plan = plan_removal
             planned.append((index, job, plan(ctx, job, receivers)))

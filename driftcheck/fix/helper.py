@@ -38,6 +38,8 @@ METHOD_FORMS = ("or-chain", "not-or", "and-not")
 def plan_helper(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> Rewrite:
     """The helper-style rewrite of ``job``'s site (raises :class:`Refusal`)."""
     site, family = job.site, job.family
+    if site.form == "single" and site.operands and site.operands[0].kind == "method":
+        return _plan_single(ctx, job, receivers)
     if site.form not in METHOD_FORMS:
         raise Refusal(
             f"helper style is not offered for value comparisons: they usually run on server "
@@ -81,6 +83,31 @@ def plan_helper(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> Re
             continue
         kept.append(node)  # type: ignore[arg-type]
     return rebuild(ctx, site, parsed, kept, removed, "helper", receivers)
+
+
+def _plan_single(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> Rewrite:
+    """A single-backend check (``b.is_deepep()``, judged by DC020) becomes the helper call."""
+    if job.allowed_missing:
+        raise Refusal(
+            f"the site deliberately leaves out {', '.join(sorted(job.allowed_missing))}; "
+            f"{job.family.name}() would add them"
+        )
+    for receiver in sorted(receivers):
+        if not _bound_to_getter(ctx, job, receiver):
+            raise Refusal(
+                f"'{receiver}' is not known to be the global backend that "
+                f"{job.family.name}() reads; rewrite it by hand"
+            )
+    start, end = ctx.index.range_of(job.site.span)
+    return _rewrite(
+        "helper",
+        ctx.source.text,
+        (start, end),
+        (start, end),
+        f"{job.family.name}()",
+        receivers,
+        [(start, end)],
+    )
 
 
 @dataclass(frozen=True)
