@@ -236,7 +236,12 @@ class Fix:
             "replacement": self.replacement,
             "flips": list(self.flips),
             "change": self.change,
-            "span": asdict(self.span),
+            "span": {  # 1-based columns, like the finding's own col/end_col
+                "line": self.span.line,
+                "col": self.span.col + 1,
+                "end_line": self.span.end_line,
+                "end_col": self.span.end_col + 1,
+            },
             "import": self.import_line,
         }
 

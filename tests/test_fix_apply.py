@@ -222,6 +222,6 @@ def test_cli_json_carries_the_fix_object(tmp_path: Path, runner: CliRunner) -> N
         "replacement": FIXED.splitlines()[1][len("    return ") :],
         "flips": ["deepep_v2", "mooncake", "pplx"],
         "change": "False -> True for deepep_v2, mooncake, pplx",
-        "span": {"line": 5, "col": 11, "end_line": 5, "end_col": 79},
+        "span": {"line": 5, "col": 12, "end_line": 5, "end_col": 80},
         "import": None,
     }
