@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Sequence
 
+from .receivers import terminal_name
+
 WARNING_CALLS = {"warning", "warn", "error", "critical", "exception"}
 
 
@@ -21,11 +23,12 @@ def _raises_or_warns(body: Sequence[ast.stmt]) -> bool:
     for stmt in body:
         if isinstance(stmt, (ast.Raise, ast.Assert)):
             return True
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-            func = stmt.value.func
-            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-            if name in WARNING_CALLS:
-                return True
+        if (
+            isinstance(stmt, ast.Expr)
+            and isinstance(stmt.value, ast.Call)
+            and terminal_name(stmt.value.func) in WARNING_CALLS
+        ):
+            return True
     return False
 
 
@@ -88,13 +91,7 @@ def _implementation_evidence(
     """A conjunct that pins an implementation: another backend's ``is_*()``, a dtype, a kernel."""
     if isinstance(node, ast.expr) and is_other_backend_test(node):
         return True
-    name = (
-        node.attr
-        if isinstance(node, ast.Attribute)
-        else node.id
-        if isinstance(node, ast.Name)
-        else None
-    )
+    name = terminal_name(node) if isinstance(node, ast.expr) else None
     return name is not None and any(word in name.lower() for word in IMPLEMENTATION_WORDS)
 
 

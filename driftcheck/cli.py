@@ -14,6 +14,7 @@ import click
 
 from . import __version__
 from .baseline import Baseline, BaselineError, write_baseline
+from .cli_options import config_option, no_cache_option
 from .engine import CheckResult, check
 from .model import Finding
 from .report.text import format_finding, format_problem, summary
@@ -70,12 +71,7 @@ def _exit_code(result: CheckResult, findings: list[Finding], fail_on: str) -> in
     help="Comma-separated rule codes or prefixes to report (default: the default-enabled rules).",
 )
 @click.option("--ignore", help="Comma-separated rule codes or prefixes to leave out.")
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(path_type=Path),
-    help="A pyproject.toml or driftcheck.toml to use instead of the root's.",
-)
+@config_option
 @click.option(
     "--baseline",
     "baseline_path",
@@ -88,7 +84,7 @@ def _exit_code(result: CheckResult, findings: list[Finding], fail_on: str) -> in
     type=click.Path(path_type=Path),
     help="Write the current findings as a baseline and exit 0.",
 )
-@click.option("--no-cache", is_flag=True, help="Neither read nor write the scan cache.")
+@no_cache_option
 @click.option(
     "--jobs", "-j", type=click.IntRange(1), help="Worker processes (default: available CPUs)."
 )

@@ -16,6 +16,7 @@ from typing import Any
 
 from .model import Problem, Site, Universe
 from .prefilter import Prefilter
+from .receivers import terminal_name
 from .sites import find_sites
 from .suppressions import Suppression, parse_suppressions
 
@@ -180,16 +181,14 @@ def registrations(tree: ast.Module, register_calls: tuple[str, ...]) -> list[str
     """First string arguments of registry calls such as ``register_deepep_v2_model("Arch")``."""
     found: list[str] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            name = (
-                node.func.id
-                if isinstance(node.func, ast.Name)
-                else getattr(node.func, "attr", None)
-            )
-            if name in register_calls and node.args:
-                first = node.args[0]
-                if isinstance(first, ast.Constant) and isinstance(first.value, str):
-                    found.append(first.value)
+        if (
+            isinstance(node, ast.Call)
+            and node.args
+            and terminal_name(node.func) in register_calls
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            found.append(node.args[0].value)
     return found
 
 

@@ -21,6 +21,7 @@ from .receivers import (
     annotated_params,
     collect_aliases,
     collect_self_attrs,
+    terminal_name,
 )
 from .universe import string_constants
 
@@ -329,13 +330,7 @@ class SiteFinder:
                 if pred is not None and len(pred.members) == 1 and pred.narrowing is None:
                     return Term(node, "method", pred.members, False, func.attr)
                 return None
-            name = (
-                func.id
-                if isinstance(func, ast.Name)
-                else func.attr
-                if isinstance(func, ast.Attribute)
-                else None
-            )
+            name = terminal_name(func)
             if name in self.helpers:
                 return Term(node, "helper", self.helpers[name].member_set, False, name)
             return None
@@ -569,8 +564,7 @@ def _guarded_operation(stmt: ast.If | ast.While) -> str | None:
         return assigned
     for node in ast.walk(first):
         if isinstance(node, ast.Call):
-            func = node.func
-            return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            return terminal_name(node.func)
     return None
 
 

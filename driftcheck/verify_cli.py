@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from .cli_options import config_option, no_cache_option
 from .engine import CheckResult, check
 from .model import Finding
 from .runtime_verify.layer.shapes import SHAPES
@@ -80,12 +81,7 @@ def _arms(value: str) -> tuple[str, str]:
 @click.option(
     "--select", help="Comma-separated rule codes whose findings to verify (default: DC001,DC003)."
 )
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(path_type=Path),
-    help="A pyproject.toml or driftcheck.toml to use instead of the root's.",
-)
+@config_option
 @click.option(
     "--fix-style",
     type=click.Choice(["minimal", "helper"]),
@@ -99,7 +95,7 @@ def _arms(value: str) -> tuple[str, str]:
     metavar="PATH:SYMBOL",
     help="Only this site (PATH:SYMBOL, PATH:LINE or SYMBOL); repeatable.",
 )
-@click.option("--no-cache", is_flag=True, help="Neither read nor write the scan cache.")
+@no_cache_option
 @click.option(
     "--layer",
     is_flag=True,
@@ -276,12 +272,7 @@ def _plans(phase: dict[str, Any]) -> str:
     show_default=True,
     help="Where to write the pytest module.",
 )
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(path_type=Path),
-    help="A pyproject.toml or driftcheck.toml to use instead of the root's.",
-)
+@config_option
 def gen_test_command(paths: tuple[Path, ...], output: Path, config_path: Path | None) -> None:
     """Write a pytest module asserting each enumeration site in PATHS accepts its whole family."""
     from .runtime_verify.gen_test import planned_tests, render_module

@@ -19,6 +19,7 @@ from driftcheck.rules.base import drift, enumerates_family
 from driftcheck.engine import CheckResult, check
 from driftcheck.interpret import Unproven
 from driftcheck.model import Family, Finding, Site, Span
+from driftcheck.receivers import call_name
 from driftcheck.scan import decode_source
 
 from .site_code import parse_source, site_code, span_of
@@ -44,17 +45,9 @@ def _qualified_calls(tree: ast.Module, helper: str) -> Iterator[tuple[str, ast.C
         node, names = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names = (*names, node.name)
-        elif isinstance(node, ast.Call) and not node.args and not node.keywords:
-            func = node.func
-            name = (
-                func.id
-                if isinstance(func, ast.Name)
-                else func.attr
-                if isinstance(func, ast.Attribute)
-                else None
-            )
-            if name == helper:
-                yield ".".join(names) or "<module>", node
+        elif call_name(node) == helper:
+            assert isinstance(node, ast.Call)
+            yield ".".join(names) or "<module>", node
         stack.extend((child, names) for child in ast.iter_child_nodes(node))
 
 
