@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from . import __version__
 from .baseline import Baseline, BaselineError, write_baseline
+from .cli_options import codes_option_value as _codes
 from .cli_options import config_option, no_cache_option
 from .engine import CheckResult, check
 from .model import Finding
 from .report.text import format_finding, format_problem, summary
+
+if TYPE_CHECKING:
+    from .fix.apply import FixOutcome
 
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 FORMATS = ["text", "json", "sarif", "github"]
@@ -38,12 +43,6 @@ class DefaultGroup(click.Group):
 @click.version_option(__version__, prog_name="driftcheck")
 def main() -> None:
     """Find, fix and verify hand-written backend enumerations that drift from a canonical helper."""
-
-
-def _codes(value: str | None) -> list[str] | None:
-    if value is None:
-        return None
-    return [c.strip() for c in value.split(",") if c.strip()]
 
 
 def _use_color(mode: str) -> bool:
@@ -71,6 +70,10 @@ def _exit_code(result: CheckResult, findings: list[Finding], fail_on: str) -> in
     help="Comma-separated rule codes or prefixes to report (default: the default-enabled rules).",
 )
 @click.option("--ignore", help="Comma-separated rule codes or prefixes to leave out.")
+@click.option(
+    "--extend-select",
+    help="Comma-separated rule codes or prefixes to report in addition to the selection.",
+)
 @config_option
 @click.option(
     "--baseline",
@@ -112,6 +115,7 @@ def check_command(
     output_format: str,
     select: str | None,
     ignore: str | None,
+    extend_select: str | None,
     config_path: Path | None,
     baseline_path: Path | None,
     write_baseline_path: Path | None,
@@ -135,8 +139,9 @@ def check_command(
     result = check(
         list(paths) or [Path(".")],
         config_path=config_path,
-        select=_codes(select),
-        ignore=_codes(ignore) or (),
+        select=_codes("--select", select),
+        ignore=_codes("--ignore", ignore) or (),
+        extend_select=_codes("--extend-select", extend_select) or (),
         jobs=jobs,
         use_cache=not no_cache,
         baseline=baseline,
@@ -150,7 +155,8 @@ def check_command(
             _emit(result, [], output_format, use_color, quiet)
         else:
             for problem in result.problems:
-                click.echo(format_problem(problem, use_color), err=True)
+                shown = result.project.show(problem.path)
+                click.echo(format_problem(problem, use_color, shown), err=True)
         sys.exit(2)
     if write_baseline_path is not None:
         write_baseline(write_baseline_path, result.findings)
@@ -165,18 +171,23 @@ def check_command(
         from .fix.apply import apply_fixes
 
         outcome = apply_fixes(result, findings, write=fix and not diff)
-        for line in outcome.notes:
-            click.echo(line, err=True)
+        for note in outcome.notes:
+            path, _, rest = note.partition(":")  # notes start with a canonical path
+            click.echo(f"{result.project.display(path)}:{rest}", err=True)
         result.problems.extend(outcome.problems)
         if diff:
             # stdout carries the patch alone; nothing was written, so every finding still counts
             click.echo(outcome.diff_text, nl=False)
-            for finding in outcome.remaining:
-                click.echo(format_finding(finding, use_color), err=True)
-            for problem in result.problems:
-                click.echo(format_problem(problem, use_color), err=True)
+            _emit_text(result, outcome.remaining, use_color, err=True)
+            if not quiet:
+                click.echo(fix_summary(outcome, written=False, remaining=len(findings)), err=True)
             sys.exit(_exit_code(result, findings, fail_on))
         findings = outcome.remaining
+        if output_format == "text" and outcome.fixed:
+            _emit_text(result, findings, use_color)
+            if not quiet:
+                click.echo(fix_summary(outcome, written=True, remaining=len(findings)), err=True)
+            sys.exit(_exit_code(result, findings, fail_on))
     _emit(result, findings, output_format, use_color, quiet)
     sys.exit(_exit_code(result, findings, fail_on))
 
@@ -187,7 +198,10 @@ def _emit(
     if output_format == "json":
         from .report.json_report import render_json
 
-        click.echo(render_json(result.universe, findings, result.problems), nl=False)
+        click.echo(
+            render_json(result.universe, findings, result.problems, result.project.display_root()),
+            nl=False,
+        )
         return
     if output_format == "sarif":
         from .report.sarif import render_sarif
@@ -197,28 +211,37 @@ def _emit(
     if output_format == "github":
         from .report.github import render_github
 
-        click.echo(render_github(findings, result.problems, root=result.root), nl=False)
+        click.echo(render_github(findings, result.problems, result.project), nl=False)
         return
-    prefix = _display_prefix(result.root)
-    for finding in findings:
-        click.echo(format_finding(finding, color, prefix))
-    for problem in result.problems:
-        click.echo(format_problem(problem, color, prefix), err=True)
+    _emit_text(result, findings, color)
     if not quiet:
-        problem_files = len({p.path for p in result.problems})
         click.echo(
-            summary(findings, result.files_checked, result.baselined, problem_files), err=True
+            summary(findings, result.files_checked, result.baselined, result.files_unreadable),
+            err=True,
         )
 
 
-def _display_prefix(root: Path) -> str:
-    """``python/`` when run from an SGLang checkout whose root is ``python/``: paths stay
-    clickable from the working directory. Empty when the root is not below it."""
-    try:
-        rel = root.resolve().relative_to(Path.cwd().resolve())
-    except ValueError:
-        return ""
-    return "" if str(rel) == "." else f"{rel.as_posix()}/"
+def _emit_text(
+    result: CheckResult, findings: list[Finding], color: bool, *, err: bool = False
+) -> None:
+    """Findings (stdout, or stderr under ``--diff``) and problems (stderr), display paths."""
+    project = result.project
+    for finding in findings:
+        click.echo(format_finding(finding, color, project.display(finding.path)), err=err)
+    for problem in result.problems:
+        click.echo(format_problem(problem, color, project.show(problem.path)), err=True)
+
+
+def fix_summary(outcome: FixOutcome, *, written: bool, remaining: int) -> str:
+    """``Fixed 33 findings in 14 files; 0 remain.`` (``Would fix ...`` under ``--diff``)."""
+    fixed = len(outcome.fixed)
+    files = len(outcome.changes)
+    verb = "Fixed" if written else "Would fix"
+    what = f"{fixed} finding{'s' if fixed != 1 else ''} in {files} file{'s' if files != 1 else ''}"
+    tail = f"{remaining} remain{'s' if remaining == 1 else ''}"
+    if not written:
+        return f"{verb} {what} (nothing written); {tail}."
+    return f"{verb} {what}; {tail}."
 
 
 @main.command("explain")
@@ -240,12 +263,18 @@ def explain_command(code: str) -> None:
 @click.argument("path", type=click.Path(exists=True, path_type=Path), default=Path("."))
 def discover_command(path: Path) -> None:
     """List functions that look like canonical family predicates (for [tool.driftcheck])."""
+    from .config import ConfigError
     from .discover import discover
     from .model import Problem
+    from .project import discover_project
 
     problems: list[Problem] = []
-    root = path.resolve() if path.is_dir() else path.resolve().parent
-    candidates = discover(root, [root], problems)
+    try:
+        project = discover_project([path])
+    except ConfigError as exc:
+        click.echo(str(Problem(exc.path, exc.line, exc.message)), err=True)
+        sys.exit(2)
+    candidates = discover(project, [path], problems)
     for candidate in candidates:
         click.echo(
             f"{candidate.qualified}  ({candidate.path}:{candidate.line})  "

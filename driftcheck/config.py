@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,8 @@ KNOWN_KEYS = {
     "gates",
 }
 
+FIX_STYLES = ("minimal", "helper")
+SITE_KINDS = ("property", "allowlist", "dispatch")
 POLICY_KEYS = {"path", "symbol", "allow-missing", "allow-extra", "fix-style", "reason", "kind"}
 GATE_KEYS = {"member", "registry", "register-call"}
 
@@ -86,7 +89,7 @@ class Config:
     canonical: tuple[str, ...] = SGLANG_CANONICAL
     label: str = "DeepEP-family"
     value_attributes: tuple[str, ...] = ("moe_a2a_backend", "a2a_backend")
-    include: tuple[str, ...] = ("*.py",)
+    include: tuple[str, ...] = ("*.py", "*.pyi")
     exclude: tuple[str, ...] = ()
     select: tuple[str, ...] | None = None
     ignore: tuple[str, ...] = ()
@@ -102,6 +105,7 @@ class Config:
         ),
     )
     source: str | None = None
+    lines: dict[str, int] = field(default_factory=dict, compare=False)  # key -> line in source
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
     def policy_for(self, path: str, symbol: str) -> SitePolicy | None:
@@ -110,6 +114,14 @@ class Config:
             if policy.matches(path, symbol):
                 return policy
         return None
+
+    def is_included(self, relpath: str) -> bool:
+        """Whether ``relpath`` (a canonical path) matches an ``include`` pattern."""
+        name = relpath.rsplit("/", 1)[-1]
+        return any(
+            fnmatch.fnmatch(relpath, pattern) or fnmatch.fnmatch(name, pattern)
+            for pattern in self.include
+        )
 
     def is_excluded(self, relpath: str) -> bool:
         """Whether ``relpath`` (relative to the root, ``/``-separated) is excluded."""
@@ -133,12 +145,53 @@ class Config:
         return hashlib.blake2b(payload.encode(), digest_size=8).hexdigest()
 
 
-def _string_list(path: str, key: str, value: Any) -> tuple[str, ...]:
-    if isinstance(value, str):
-        return (value,)
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(path, f"[tool.driftcheck] {key} must be a list of strings")
-    return tuple(value)
+def _shown(value: Any) -> str:
+    """A TOML value as an error message quotes it (``"two"``, ``3``, ``true``)."""
+    return json.dumps(value)
+
+
+class _Reader:
+    """Reads one ``[tool.driftcheck]`` table; errors name the file and the key's line."""
+
+    def __init__(self, label: str, source: str, warnings: list[str]) -> None:
+        self.label = label
+        self.lines = source.splitlines()
+        self.warnings = warnings
+
+    def line_of(self, key: str) -> int | None:
+        """The first line assigning ``key`` (``key =`` or ``"key" =``), if any."""
+        pattern = re.compile(rf"^\s*(?:{re.escape(key)}|\"{re.escape(key)}\")\s*=")
+        for number, text in enumerate(self.lines, 1):
+            if pattern.match(text):
+                return number
+        return None
+
+    def error(self, key: str, message: str) -> ConfigError:
+        """A :class:`ConfigError` for ``key`` located at its line."""
+        return ConfigError(self.label, message, self.line_of(key.rsplit(".", 1)[-1]))
+
+    def strings(self, where: str, key: str, value: Any) -> tuple[str, ...]:
+        """A string or a list of strings."""
+        if isinstance(value, str):
+            return (value,)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.error(key, f"{where} {key} must be a list of strings, got {_shown(value)}")
+        return tuple(value)
+
+    def choice(self, where: str, key: str, value: Any, choices: tuple[str, ...]) -> str:
+        """One of ``choices``."""
+        if value not in choices:
+            valid = ", ".join(f"'{c}'" for c in choices)
+            raise self.error(key, f"{where} {key} must be one of {valid}, got {_shown(value)}")
+        return value
+
+    def unknown(self, where: str, table: dict[str, Any], known: set[str]) -> None:
+        """A warning for each key of ``table`` that is not in ``known``."""
+        self.warnings.extend(
+            f"{self.label}: unknown key '{key}' in {where} (ignored)"
+            for key in table
+            if key not in known
+        )
 
 
 def _toml_error_line(exc: tomllib.TOMLDecodeError, source: str) -> int | None:
@@ -175,111 +228,119 @@ def load_config(path: Path) -> Config:
         return Config(source=None)
     if not isinstance(section, dict):
         raise ConfigError(label, "[tool.driftcheck] must be a table")
-    return config_from_table(section, label)
+    return config_from_table(section, label, source)
 
 
-def config_from_table(section: dict[str, Any], label: str) -> Config:
+def config_from_table(section: dict[str, Any], label: str, source: str = "") -> Config:
     """Validate one ``[tool.driftcheck]`` table into a :class:`Config`."""
-    warnings = [
-        f"{label}: unknown key '{key}' in [tool.driftcheck] (ignored)"
-        for key in section
-        if key not in KNOWN_KEYS
-    ]
+    warnings: list[str] = []
+    read = _Reader(label, source, warnings)
+    where = "[tool.driftcheck]"
+    read.unknown(where, section, KNOWN_KEYS)
     kwargs: dict[str, Any] = {}
     for key, attr in (
         ("canonical", "canonical"),
         ("value-attributes", "value_attributes"),
         ("include", "include"),
         ("exclude", "exclude"),
+        ("select", "select"),
         ("ignore", "ignore"),
         ("extend-select", "extend_select"),
     ):
         if key in section:
-            kwargs[attr] = _string_list(label, key, section[key])
-    if "select" in section:
-        kwargs["select"] = _string_list(label, "select", section["select"])
+            kwargs[attr] = read.strings(where, key, section[key])
     for spec in kwargs.get("canonical", ()):
         if ":" not in spec:
-            raise ConfigError(
-                label, f"canonical entry '{spec}' must look like 'package.module:function'"
+            raise read.error(
+                "canonical",
+                f"{where} canonical entry {_shown(spec)} must look like 'package.module:qualname'",
             )
     if "label" in section:
         if not isinstance(section["label"], str):
-            raise ConfigError(label, "[tool.driftcheck] label must be a string")
+            raise read.error(
+                "label", f"{where} label must be a string, got {_shown(section['label'])}"
+            )
         kwargs["label"] = section["label"]
     if "min-overlap" in section:
-        if not isinstance(section["min-overlap"], int) or section["min-overlap"] < 1:
-            raise ConfigError(label, "[tool.driftcheck] min-overlap must be a positive integer")
-        kwargs["min_overlap"] = section["min-overlap"]
+        value = section["min-overlap"]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise read.error(
+                "min-overlap",
+                f"{where} min-overlap must be a positive integer, got {_shown(value)}",
+            )
+        kwargs["min_overlap"] = value
     if "fix-style" in section:
-        if section["fix-style"] not in ("minimal", "helper"):
-            raise ConfigError(label, "[tool.driftcheck] fix-style must be 'minimal' or 'helper'")
-        kwargs["fix_style"] = section["fix-style"]
-    kwargs["policies"] = tuple(_policies(label, section.get("policies", []), warnings))
+        kwargs["fix_style"] = read.choice(where, "fix-style", section["fix-style"], FIX_STYLES)
+    kwargs["policies"] = tuple(_policies(read, section.get("policies", [])))
     if "gates" in section:
-        kwargs["gates"] = tuple(_gates(label, section["gates"], warnings))
-    return Config(**kwargs, source=label, warnings=tuple(warnings))
+        kwargs["gates"] = tuple(_gates(read, section["gates"]))
+    lines = {key: line for key in section if (line := read.line_of(key)) is not None}
+    return Config(**kwargs, source=label, lines=lines, warnings=tuple(warnings))
 
 
-def _policies(label: str, raw: Any, warnings: list[str]) -> list[SitePolicy]:
+def _policies(read: _Reader, raw: Any) -> list[SitePolicy]:
     if not isinstance(raw, list):
-        raise ConfigError(label, "[[tool.driftcheck.policies]] must be an array of tables")
+        raise read.error(
+            "policies",
+            f"[[tool.driftcheck.policies]] must be an array of tables, got {_shown(raw)}",
+        )
     result = []
     for index, entry in enumerate(raw):
+        where = f"policies[{index}]"
         if not isinstance(entry, dict) or "path" not in entry:
-            raise ConfigError(label, f"policies[{index}] must be a table with a 'path' key")
-        warnings.extend(
-            f"{label}: unknown key '{key}' in policies[{index}] (ignored)"
-            for key in entry
-            if key not in POLICY_KEYS
-        )
-        if entry.get("fix-style") not in (None, "minimal", "helper"):
-            raise ConfigError(label, f"policies[{index}].fix-style must be 'minimal' or 'helper'")
+            raise read.error("policies", f"{where} must be a table with a 'path' key")
+        read.unknown(where, entry, POLICY_KEYS)
+        fix_style = entry.get("fix-style")
+        if fix_style is not None:
+            read.choice(where, "fix-style", fix_style, FIX_STYLES)
+        kind = entry.get("kind")
+        if kind is not None:
+            read.choice(where, "kind", kind, SITE_KINDS)
         result.append(
             SitePolicy(
                 path=str(entry["path"]),
                 symbol=entry.get("symbol"),
                 allow_missing=frozenset(
-                    _string_list(label, "allow-missing", entry.get("allow-missing", []))
+                    read.strings(where, "allow-missing", entry.get("allow-missing", []))
                 ),
                 allow_extra=frozenset(
-                    _string_list(label, "allow-extra", entry.get("allow-extra", []))
+                    read.strings(where, "allow-extra", entry.get("allow-extra", []))
                 ),
-                fix_style=entry.get("fix-style"),
+                fix_style=fix_style,
                 reason=str(entry.get("reason", "")),
-                kind=entry.get("kind"),
+                kind=kind,
             )
         )
     return result
 
 
-def _gates(label: str, raw: Any, warnings: list[str]) -> list[Gate]:
+def _gates(read: _Reader, raw: Any) -> list[Gate]:
     if not isinstance(raw, list):
-        raise ConfigError(label, "[[tool.driftcheck.gates]] must be an array of tables")
+        raise read.error(
+            "gates", f"[[tool.driftcheck.gates]] must be an array of tables, got {_shown(raw)}"
+        )
     gates = []
     for index, entry in enumerate(raw):
+        where = f"gates[{index}]"
         if not isinstance(entry, dict) or not {"member", "registry", "register-call"} <= set(entry):
-            raise ConfigError(
-                label, f"gates[{index}] needs 'member', 'registry' and 'register-call'"
-            )
-        warnings.extend(
-            f"{label}: unknown key '{key}' in gates[{index}] (ignored)"
-            for key in entry
-            if key not in GATE_KEYS
-        )
+            raise read.error("gates", f"{where} needs 'member', 'registry' and 'register-call'")
+        read.unknown(where, entry, GATE_KEYS)
         gates.append(Gate(entry["member"], entry["registry"], entry["register-call"]))
     return gates
 
 
-def find_config(root: Path, explicit: Path | None = None) -> Config:
-    """The configuration for ``root``: ``explicit`` if given, else the root's pyproject.toml."""
-    if explicit is not None:
-        if not explicit.is_file():
-            raise ConfigError(str(explicit), "configuration file not found")
-        return load_config(explicit)
-    for candidate in (root / "pyproject.toml", root / "python" / "pyproject.toml"):
-        if candidate.is_file():
-            config = load_config(candidate)
-            if config.source is not None:
-                return config
-    return Config()
+def has_driftcheck_table(path: Path) -> bool:
+    """Whether the pyproject.toml at ``path`` has a ``[tool.driftcheck]`` table (an unreadable
+    or malformed file counts as having one, so that its error is reported, not skipped)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return True
+    if "driftcheck" not in text:
+        return False
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return True
+    tool = data.get("tool")
+    return isinstance(tool, dict) and "driftcheck" in tool

@@ -1,7 +1,8 @@
-"""Fetch pinned SGLang releases from the package index into a local cache (tests, benchmarks).
+"""Fetch pinned releases from the package index into a local cache (tests, benchmarks).
 
-``python -m driftcheck.corpus 0.5.23`` prints the directory holding the release's ``sglang/``
-tree, downloading and verifying the wheel on first use. Only the ``sglang/`` source tree is
+``python -m driftcheck.corpus 0.5.23`` prints the directory holding SGLang 0.5.23's
+``sglang/`` tree, downloading and verifying the wheel on first use; ``vllm==0.33.0`` and
+``sglang-kt==0.7.2`` name other pinned projects. Only the package's Python source is
 extracted; nothing from it is imported or executed.
 """
 
@@ -13,12 +14,38 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 WHEEL_PLATFORM = "manylinux_2_34_x86_64"
 WHEEL_PYTHON = "3.11"
 
+
+@dataclass(frozen=True)
+class Pin:
+    """One pinned wheel: what to ask pip for, and the checksum it must have."""
+
+    project: str
+    version: str
+    sha256: str
+    platform: str = WHEEL_PLATFORM
+    package: str = "sglang"  # the top-level directory extracted from the wheel
+
+    @property
+    def name(self) -> str:
+        """``sglang-0.5.23``: the cache directory's name."""
+        return f"{self.project}-{self.version}"
+
+
 PINNED_SHA256: dict[str, str] = {
+    "0.5.9": "8a936c4d25fea605f44254e533cff2144c73ceffbc1f8738aba393461bbb64d1",
+    "0.5.10": "ac8855a5d57dac8831fee526bca5212f1ae451f378e2ab08b3baecbc4deb4076",
+    "0.5.11": "fe0748beaff218d3e16c9018a5e19f018db06fc3c7ac4f90d2f93da1cf074b6f",
+    "0.5.12": "4ed786a38655851fd055ef57380c34d29b87753b53f63457309f51e5bf48c2e6",
+    "0.5.13": "9d26266ab7e99165098f9e173f4a5a0ef6a0b64a6f30ef0b5ee859eead37e75a",
+    "0.5.14": "4fe16056b45c8aca00f5f90ceb174dc3a62a3f5dccf159c791370795cd00fc99",
+    "0.5.15": "21492759b4b99e117bd81610f633422f3fdae2896c2cde6931eab886deccc44f",
+    "0.5.16": "d5f345a18953dd35df568ac56bdcb7f5ee910ab39efea4469b714556d1070713",
     "0.5.17": "575e38f5683624ded3b4bb267f637a098e5ed37d13a1d1ff5ea09bd781a04d16",
     "0.5.18": "e97b585dd2d5db2802599feba47c84cce972f5e1231a6816fef996200207b5cf",
     "0.5.19": "425e87377e725d03db8262382008f3fd9561a6cf5d82f485f8b9929f02ffe12b",
@@ -27,6 +54,38 @@ PINNED_SHA256: dict[str, str] = {
     "0.5.22": "cc9a0f15bd8f877a0584fdb7a1702240177a1f1cc8d17c978715161717b9037b",
     "0.5.23": "00b3cd5b265ac76c64185fbb6b95424f324ddd9f428d0306b77bc9db9d859937",
 }
+
+
+OTHER_PINS: dict[str, Pin] = {
+    pin.name: pin
+    for pin in (
+        Pin(
+            "vllm",
+            "0.33.0",
+            "4b6bdec4ab269990bf70d45a3c1e94c3760a27064513760193b26d6f0da883aa",
+            platform="manylinux_2_28_x86_64",
+            package="vllm",
+        ),
+        Pin(
+            "sglang-kt",
+            "0.7.2",
+            "f24dfb7c555d3d678e4fa12fc7d03edee332b41141bb42086d0af44412f38f2c",
+            platform="manylinux_2_35_x86_64",
+        ),
+    )
+}
+
+
+def pin_of(spec: str) -> Pin:
+    """The pin for ``0.5.23`` (SGLang), ``sglang==0.5.23``, ``vllm==0.33.0`` or ``sglang-kt==0.7.2``."""
+    project, _, version = spec.rpartition("==") if "==" in spec else ("sglang", "", spec)
+    if project == "sglang" and version in PINNED_SHA256:
+        return Pin("sglang", version, PINNED_SHA256[version])
+    pin = OTHER_PINS.get(f"{project}-{version}")
+    if pin is None:
+        known = [*PINNED_SHA256, *(f"{p.project}=={p.version}" for p in OTHER_PINS.values())]
+        raise CorpusError(f"no pinned checksum for {spec}; known: {', '.join(known)}")
+    return pin
 
 
 class CorpusError(RuntimeError):
@@ -49,42 +108,40 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _download_wheel(version: str, dest: Path) -> Path:
+def _download_wheel(pin: Pin, dest: Path) -> Path:
+    requirement = f"{pin.project}=={pin.version}"
     cmd = [
         sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-        "--python-version", WHEEL_PYTHON, "--platform", WHEEL_PLATFORM,
-        "-d", str(dest), "-q", f"sglang=={version}",
+        "--python-version", WHEEL_PYTHON, "--platform", pin.platform,
+        "-d", str(dest), "-q", requirement,
     ]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    wheels = sorted(dest.glob(f"sglang-{version}-*.whl"))
+    stem = pin.project.replace("-", "_")
+    wheels = sorted(dest.glob(f"{stem}-{pin.version}-*.whl"))
     if proc.returncode != 0 or not wheels:
-        raise CorpusError(f"pip download sglang=={version} failed: {proc.stderr.strip()[-500:]}")
+        raise CorpusError(f"pip download {requirement} failed: {proc.stderr.strip()[-500:]}")
     return wheels[0]
 
 
-def fetch_release(version: str) -> Path:
-    """Return a directory whose ``sglang/`` holds release ``version``'s source tree."""
-    if version not in PINNED_SHA256:
-        raise CorpusError(
-            f"no pinned checksum for sglang {version}; known: {sorted(PINNED_SHA256)}"
-        )
-    target = cache_root() / f"sglang-{version}"
+def fetch_release(spec: str) -> Path:
+    """Return a directory holding the pinned release's package tree (``sglang/``, ``vllm/``)."""
+    pin = pin_of(spec)
+    target = cache_root() / pin.name
     marker = target / ".complete"
-    if marker.exists() and marker.read_text().strip() == PINNED_SHA256[version]:
+    if marker.exists() and marker.read_text().strip() == pin.sha256:
         return target
     cache_root().mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cache_root()) as tmp:
-        wheel = _download_wheel(version, Path(tmp))
+        wheel = _download_wheel(pin, Path(tmp))
         actual = _sha256(wheel)
-        if actual != PINNED_SHA256[version]:
-            raise CorpusError(
-                f"{wheel.name}: sha256 {actual} does not match pinned {PINNED_SHA256[version]}"
-            )
+        if actual != pin.sha256:
+            raise CorpusError(f"{wheel.name}: sha256 {actual} does not match pinned {pin.sha256}")
         staging = Path(tmp) / "tree"
+        prefix = pin.package + "/"
         with zipfile.ZipFile(wheel) as archive:
-            names = [n for n in archive.namelist() if n.startswith("sglang/") and n.endswith(".py")]
+            names = [n for n in archive.namelist() if n.startswith(prefix) and n.endswith(".py")]
             archive.extractall(staging, members=names)
-        (staging / ".complete").write_text(PINNED_SHA256[version] + "\n")
+        (staging / ".complete").write_text(pin.sha256 + "\n")
         if target.exists():
             _remove_tree(target)
         os.replace(staging, target)
@@ -97,14 +154,40 @@ def _remove_tree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
+USAGE = """\
+usage: python -m driftcheck.corpus [--list] RELEASE [RELEASE...]
+
+Print the directory holding each pinned release's package tree, downloading the wheel
+(sha256-checked) into the cache on first use. RELEASE is an SGLang version (0.5.23) or
+PROJECT==VERSION (sglang==0.5.23, vllm==0.33.0, sglang-kt==0.7.2). Nothing from the tree is
+imported or run.
+
+  --list     print the pinned versions and their sha256, one per line
+  -h, --help show this message
+
+cache: $DRIFTCHECK_CORPUS_CACHE, else ~/.cache/driftcheck/corpus
+"""
+
+
 def main(argv: list[str] | None = None) -> int:
-    """CLI: print the cached tree directory for each version given."""
-    versions = argv if argv is not None else sys.argv[1:]
-    if not versions:
-        print("usage: python -m driftcheck.corpus VERSION [VERSION...]", file=sys.stderr)
+    """CLI: print the cached tree directory for each version given (``--list``: the pins)."""
+    args = argv if argv is not None else sys.argv[1:]
+    if any(a in ("-h", "--help") for a in args):
+        print(USAGE, end="")
+        return 0
+    if "--list" in args:
+        for version, digest in PINNED_SHA256.items():
+            print(f"sglang=={version}  {digest}")
+        for pin in OTHER_PINS.values():
+            print(f"{pin.project}=={pin.version}  {pin.sha256}")
+        return 0
+    unknown = [a for a in args if a.startswith("-")]
+    if unknown or not args:
+        reason = f"unknown option {unknown[0]}" if unknown else "give at least one RELEASE"
+        print(f"error: {reason}\n{USAGE}", end="", file=sys.stderr)
         return 2
     try:
-        for version in versions:
+        for version in args:
             print(fetch_release(version))
     except CorpusError as exc:
         print(f"error: {exc}", file=sys.stderr)

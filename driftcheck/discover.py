@@ -12,9 +12,9 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import Config
+from .files import iter_python_files
 from .model import Problem
-from .project import iter_python_files, module_name_of, relpath
+from .project import Project, module_name_of
 
 
 @dataclass(frozen=True)
@@ -93,23 +93,23 @@ def candidate_of(func: ast.FunctionDef) -> tuple[str, tuple[str, ...]] | None:
     return getters.pop(), methods  # type: ignore[return-value]
 
 
-def discover(root: Path, targets: list[Path], problems: list[Problem]) -> list[Candidate]:
+def discover(project: Project, targets: list[Path], problems: list[Problem]) -> list[Candidate]:
     """All candidates under ``targets``, sorted by module and line."""
     found: list[Candidate] = []
-    for path in iter_python_files(root, targets, Config(), problems):
+    root = project.root
+    for text, rel in iter_python_files(project, targets, problems):
+        path = Path(text)
         try:
             data = path.read_bytes()
         except OSError as exc:
-            problems.append(Problem(relpath(root, path), None, f"cannot read file: {exc.strerror}"))
+            problems.append(Problem(rel, None, f"cannot read file: {exc.strerror}"))
             continue
         if b".is_" not in data or b"return" not in data:
             continue
         try:
             tree = ast.parse(data)
         except (SyntaxError, ValueError) as exc:
-            problems.append(
-                Problem(relpath(root, path), getattr(exc, "lineno", None), f"syntax error: {exc}")
-            )
+            problems.append(Problem(rel, getattr(exc, "lineno", None), f"syntax error: {exc}"))
             continue
         module = module_name_of(root, path)
         for stmt in tree.body:
@@ -120,7 +120,7 @@ def discover(root: Path, targets: list[Path], problems: list[Problem]) -> list[C
                     found.append(
                         Candidate(
                             f"{module}:{stmt.name}",
-                            relpath(root, path),
+                            rel,
                             stmt.lineno,
                             getter,
                             methods,

@@ -12,37 +12,33 @@ import itertools
 import multiprocessing
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from driftcheck.rules import CATALOGUE
+
 from .baseline import Baseline
 from .cache import EMPTY, ScanCache, Stamp
-from .config import SGLANG_CANONICAL, Config, ConfigError, find_config
+from .config import Config, ConfigError
+from .files import iter_python_files
 from .gates import latent_members
-from .judge import Judge, selected_codes
+from .judge import Judge
 from .model import Finding, Problem, Universe
 from .prefilter import Prefilter, build_prefilter
-from .project import find_root, iter_python_files, relpath
+from .project import Project, discover_project
 from .scan import FileScan, scan_path
+from .selection import SelectionError, selected_codes
 from .universe import LoadedUniverse, UniverseError, load_universe
 
 PARALLEL_THRESHOLD = 256
-
-
-def _rel(root: Path, prefix: str, text: str) -> str:
-    """``text`` relative to ``root`` (``prefix`` is ``root`` with a trailing separator)."""
-    if text.startswith(prefix):
-        return text[len(prefix) :].replace(os.sep, "/")
-    return relpath(root, Path(text))
 
 
 @dataclass
 class CheckResult:
     """Everything a run found, ready for a reporter, the fixer or the verifier."""
 
-    root: Path
-    config: Config
+    project: Project
     universe: Universe | None
     loaded: LoadedUniverse | None
     findings: list[Finding] = field(default_factory=list)
@@ -50,6 +46,7 @@ class CheckResult:
     warnings: list[str] = field(default_factory=list)
     scans: dict[str, FileScan] = field(default_factory=dict)
     files_checked: int = 0
+    files_unreadable: int = 0
     baselined: int = 0
     expanded: bool = False
 
@@ -57,6 +54,16 @@ class CheckResult:
     def fatal(self) -> bool:
         """Whether the run could not do its job (no universe)."""
         return self.universe is None
+
+    @property
+    def root(self) -> Path:
+        """The project root every canonical path is relative to."""
+        return self.project.root
+
+    @property
+    def config(self) -> Config:
+        """The configuration that applied."""
+        return self.project.config
 
 
 _WORKER: dict[str, object] = {}
@@ -71,18 +78,6 @@ def _scan_worker(item: tuple[str, str]) -> FileScan:
     return scan_path((item[0], item[1], universe, prefilter, register_calls))  # type: ignore[arg-type]
 
 
-def resolve_setup(paths: Sequence[Path], config_path: Path | None) -> tuple[Path, Config]:
-    """Find the root and its configuration for ``paths``."""
-    if config_path is not None:
-        config = find_config(Path.cwd(), config_path)
-        return find_root(paths, config.canonical), config
-    root = find_root(paths, SGLANG_CANONICAL)
-    config = find_config(root)
-    if config.canonical != SGLANG_CANONICAL:
-        root = find_root(paths, config.canonical)
-    return root, config
-
-
 def default_jobs() -> int:
     """Worker count: the CPUs this process may use."""
     try:
@@ -94,92 +89,138 @@ def default_jobs() -> int:
 def check(
     paths: Sequence[Path],
     *,
+    cwd: Path | None = None,
     config_path: Path | None = None,
     config: Config | None = None,
     select: Iterable[str] | None = None,
     ignore: Iterable[str] = (),
+    extend_select: Iterable[str] = (),
     jobs: int | None = None,
     use_cache: bool = True,
     baseline: Baseline | None = None,
 ) -> CheckResult:
-    """Run the linter over ``paths`` and return findings and problems (never raises for input)."""
+    """Run the linter over ``paths`` and return findings and problems (never raises for input).
+
+    ``select``/``ignore``/``extend_select`` are command-line selections (reported as
+    ``--select`` etc. when they name no rule); the configuration's own apply beneath them.
+    """
     paths = list(paths) or [Path(".")]
+    cwd = (cwd or Path.cwd()).resolve()
     try:
-        if config is None:
-            root, config = resolve_setup(paths, config_path)
-        else:
-            root = find_root(paths, config.canonical)
+        project = discover_project(paths, cwd=cwd, config_path=config_path)
+        if config is not None:
+            project = replace(project, config=config)
+        codes = _selection(project.config, select, ignore, extend_select)
     except ConfigError as exc:
-        result = CheckResult(Path.cwd(), Config(), None, None)
+        result = CheckResult(Project(cwd, cwd, Config()), None, None)
         result.problems.append(Problem(exc.path, exc.line, exc.message))
         return result
-    result = CheckResult(root, config, None, None, warnings=list(config.warnings))
+    except SelectionError as exc:
+        result = CheckResult(Project(cwd, cwd, Config()), None, None)
+        result.problems.append(Problem(exc.where, None, exc.message))
+        return result
+    result = CheckResult(
+        project, None, None, warnings=[*project.warnings, *project.config.warnings]
+    )
+    missing = [p for p in paths if not (cwd / p).exists() and not os.path.islink(cwd / p)]
+    if len(missing) == len(paths):
+        result.problems.extend(
+            Problem(os.path.normpath(cwd / p), None, "no such file or directory") for p in missing
+        )
+        return result
     try:
-        loaded = load_universe(root, config)
+        loaded = load_universe(project.root, project.config)
     except UniverseError as exc:
         result.problems.append(Problem(exc.path, exc.line, exc.message))
         return result
     result.universe, result.loaded = loaded.universe, loaded
     universe = loaded.universe
-    targets = [p if p.is_absolute() else Path.cwd() / p for p in paths]
+    targets = [cwd / p for p in paths]
     defining = {str(p.resolve()) for p in loaded.files}
     if any(str(t.resolve()) in defining for t in targets if t.is_file()):
-        targets, result.expanded = [root], True
-    register_calls = tuple(g.register_call for g in config.gates)
+        targets, result.expanded = [project.root], True
+    register_calls = tuple(g.register_call for g in project.config.gates)
     prefilter = build_prefilter(universe)
     cache = None
     if use_cache:
-        cache = ScanCache(ScanCache.location(root), universe.fingerprint() + "|" + config.digest())
+        cache = ScanCache(
+            ScanCache.location(project.root),
+            universe.fingerprint() + "|" + project.config.digest(),
+        )
     with Scanner(
         universe, prefilter, register_calls, jobs, cold=cache is None or not cache.file.exists()
     ) as scanner:
-        return _check_files(result, root, targets, scanner, cache, select, ignore, baseline)
+        return _check_files(result, targets, scanner, cache, codes, baseline)
+
+
+def _selection(
+    config: Config,
+    select: Iterable[str] | None,
+    ignore: Iterable[str],
+    extend_select: Iterable[str],
+) -> set[str]:
+    """The rule codes of a run: the command line's selection wins over the configuration's."""
+
+    def where(key: str) -> str:
+        line = config.lines.get(key)
+        return f"{config.source}:{line} {key}" if line else f"{config.source} {key}"
+
+    defaults = {code: rule.default_enabled for code, rule in CATALOGUE.items()}
+    if select is not None:
+        chosen: tuple[str, Iterable[str]] | None = ("--select", list(select))
+    elif config.select is not None:
+        chosen = (where("select"), config.select)
+    else:
+        chosen = None
+    return selected_codes(
+        defaults,
+        select=chosen,
+        ignore=[(where("ignore"), config.ignore), ("--ignore", list(ignore))],
+        extend=[
+            (where("extend-select"), config.extend_select),
+            ("--extend-select", list(extend_select)),
+        ],
+    )
 
 
 def _check_files(
     result: CheckResult,
-    root: Path,
     targets: list[Path],
     scanner: Scanner,
     cache: ScanCache | None,
-    select: Iterable[str] | None,
-    ignore: Iterable[str],
+    codes: set[str],
     baseline: Baseline | None,
 ) -> CheckResult:
-    config, universe = result.config, result.universe
+    project, universe = result.project, result.universe
+    root, config = project.root, project.config
     assert universe is not None
     # Files stream from the walk as plain strings: per-file state is what grows with the tree
     # (47,000 files), so nothing per file is kept unless the file contributes something.
-    prefix = str(root).rstrip(os.sep) + os.sep
-    walked: Iterable[str] = map(str, iter_python_files(root, targets, config, result.problems))
+    walked: Iterable[tuple[str, str]] = iter_python_files(project, targets, result.problems)
     # None: every walked file is requested (a whole-tree run keeps no per-file set)
     named: set[str] | None = None
-    requested: set[str] | None = None
     if not result.expanded and not any(t.resolve() == root for t in targets):
         # sibling consensus and per-model gates judge a file against the rest of the tree:
         # scan all of it (cached) so a partial run (pre-commit's changed files) agrees with a
         # full one; only the requested files are reported
-        named, requested = set(walked), set()
-        result.files_checked = len(named)
-        context = (
-            f for f in map(str, iter_python_files(root, [root], config, [])) if f not in named
-        )
-        walked = itertools.chain(sorted(named), context)
+        requested_files = dict(walked)
+        named = set(requested_files.values())
+        context = (item for item in iter_python_files(project, [root], []) if item[1] not in named)
+        walked = itertools.chain(sorted(requested_files.items(), key=lambda i: i[1]), context)
     if cache is not None:
         cache.load()
     pending: list[tuple[str, str]] = []
     stats: dict[str, Stamp] = {}
-    for text in walked:
-        rel = _rel(root, prefix, text)
-        wanted = named is None or text in named
-        if named is None:
-            result.files_checked += 1
-        elif wanted and requested is not None:
-            requested.add(rel)
+    walked_count = 0
+    unreadable: set[str] = set()
+    for text, rel in walked:
+        wanted = named is None or rel in named
+        walked_count += wanted
         try:
             stat = Stamp.of(os.stat(text))
         except OSError as exc:
             if wanted:
+                unreadable.add(rel)
                 result.problems.append(
                     Problem(rel, None, f"cannot read file: {exc.strerror or exc}")
                 )
@@ -195,14 +236,15 @@ def _check_files(
                 scanner.start_early()
             if cache is not None:
                 stats[rel] = stat
-    del walked, named
+    del walked
     for scan in scanner.scan(pending):
         if cache is not None:
             cache.put(scan.path, stats.pop(scan.path), scan)
         if scan.is_empty():
             continue
         result.scans[scan.path] = scan
-        if requested is None or scan.path in requested:
+        if (named is None or scan.path in named) and scan.problems:
+            unreadable.add(scan.path)
             result.problems.extend(scan.problems)
     if cache is not None:
         if cache.rejected:
@@ -210,21 +252,14 @@ def _check_files(
                 f"ignored {cache.rejected} corrupted or tampered cache entr{'y' if cache.rejected == 1 else 'ies'} in {cache.file}"
             )
         cache.save()
+    result.files_checked = walked_count - len(unreadable)
+    result.files_unreadable = len(unreadable)
     latent = latent_members(root, config, universe, result.scans)
-    judge = Judge(
-        universe,
-        config,
-        selected_codes(
-            select if select is not None else config.select,
-            [*config.ignore, *ignore],
-            config.extend_select,
-        ),
-        latent,
-    )
+    judge = Judge(universe, config, codes, latent)
     judge.index_siblings(result.scans)
     findings: list[Finding] = []
-    if requested is not None:
-        result.scans = {rel: scan for rel, scan in result.scans.items() if rel in requested}
+    if named is not None:
+        result.scans = {rel: scan for rel, scan in result.scans.items() if rel in named}
     for rel in sorted(result.scans):
         findings.extend(judge.judge_file(result.scans[rel]))
     if baseline is not None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
 from dataclasses import replace
 
 from driftcheck.rules import CATALOGUE, Judgement, Rule
@@ -19,26 +18,6 @@ from .config import Config
 from .model import Finding, Site, Span, Universe
 from .scan import FileScan
 from .suppressions import Suppression
-
-
-def selected_codes(
-    select: Iterable[str] | None, ignore: Iterable[str], extend: Iterable[str] = ()
-) -> set[str]:
-    """The rule codes a run reports (prefix matching: ``DC00`` selects DC001..DC009)."""
-
-    def matching(prefixes: Iterable[str]) -> set[str]:
-        prefixes = [p.strip().upper() for p in prefixes if p.strip()]
-        return {
-            code for code in CATALOGUE if any(code.startswith(p) or p == "ALL" for p in prefixes)
-        }
-
-    chosen = (
-        matching(select)
-        if select is not None
-        else {c for c, r in CATALOGUE.items() if r.default_enabled}
-    )
-    chosen |= matching(extend)
-    return chosen - matching(ignore)
 
 
 def finding_key(finding: Finding, site_text: str) -> str:

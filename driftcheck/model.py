@@ -309,5 +309,7 @@ class Problem:
         return {"path": self.path, "line": self.line, "message": self.message}
 
     def __str__(self) -> str:
+        if self.path.startswith("--"):  # a command-line option, not a file
+            return f"error: {self.path}: {self.message}"
         where = f"{self.path}:{self.line}" if self.line else self.path
         return f"{where}: error: {self.message}"

@@ -1,27 +1,98 @@
-"""Where the linted tree is: its root, its module files, and which files a run covers."""
+"""The project a run is about: its root, the one configuration that applies, and its paths.
+
+Computed once per run from the paths given and the working directory, so that every way of
+invoking driftcheck — a bare run from the repository root, a package directory, one file, a
+subdirectory, pre-commit's list of changed files — sees the same root, the same
+configuration and the same name for every file:
+
+1. ``--config FILE``: the root is FILE's directory.
+2. Otherwise the configuration file (``driftcheck.toml``, ``.driftcheck.toml``, or a
+   ``pyproject.toml`` with a ``[tool.driftcheck]`` table, in that order). Inside a git or
+   Mercurial repository it is looked for at the repository root, then in its ``python/`` and
+   ``src/`` directories (SGLang keeps its package in ``python/``), and nowhere else: a
+   configuration deeper in the tree would apply to some invocations and not to others, so it
+   is ignored with a warning naming it. Outside a repository the nearest one walking up from
+   the paths is used. The root is the directory holding the configuration file.
+3. Without configuration: the source root of the default pack's canonical module (the
+   directory its dotted module path starts from: ``python/`` in an SGLang checkout, the
+   wheel's directory for an unpacked wheel), found walking up from the paths and, at the
+   repository root, through ``python/`` and ``src/``.
+4. Otherwise the repository root; otherwise the directory above the paths' top-level package;
+   otherwise the paths' common directory.
+
+Every file has one *canonical path*: relative to the root, ``/``-separated (``../`` for a file
+outside it). Excludes, policies, suppressions, the cache and baseline keys use it. What is
+printed is the *display path*: relative to the working directory when the file lies under it
+(clickable from the shell), else the canonical path.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+import posixpath
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import Config
-from .model import Problem
+from .config import Config, ConfigError, has_driftcheck_table, load_config
 
 SOURCE_PREFIXES = ("", "python", "src")
-SKIP_DIRS = {
-    ".git",
-    "__pycache__",
-    ".driftcheck_cache",
-    ".tox",
-    ".venv",
-    "venv",
-    "node_modules",
-    ".mypy_cache",
-    ".ruff_cache",
-    ".pytest_cache",
-}
+SOURCE_DIRS = ("python", "src")
+CONFIG_NAMES = ("driftcheck.toml", ".driftcheck.toml", "pyproject.toml")
+VCS_MARKERS = (".git", ".hg")
+
+
+@dataclass(frozen=True)
+class Project:
+    """Where a run's files live and what configuration governs them."""
+
+    root: Path
+    cwd: Path
+    config: Config
+    config_file: Path | None = None
+    repository: Path | None = None
+    reason: str = "paths"  # which rule of the module docstring chose the root
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+
+    def rel(self, path: Path | str) -> str:
+        """The canonical path of ``path`` (absolute, or relative to the working directory)."""
+        absolute = os.path.normpath(os.path.join(self.cwd, path))
+        prefix = str(self.root).rstrip(os.sep) + os.sep
+        if absolute.startswith(prefix):
+            return absolute[len(prefix) :].replace(os.sep, "/")
+        return Path(os.path.relpath(absolute, self.root)).as_posix()
+
+    def path_of(self, rel: str) -> Path:
+        """The absolute path of canonical path ``rel``."""
+        return Path(os.path.normpath(self.root / rel))
+
+    def display(self, rel: str) -> str:
+        """How output names canonical path ``rel``: relative to the working directory when the
+        file is under it, else ``rel`` itself."""
+        absolute = str(self.path_of(rel))
+        prefix = str(self.cwd).rstrip(os.sep) + os.sep
+        if absolute.startswith(prefix):
+            return absolute[len(prefix) :].replace(os.sep, "/")
+        return rel
+
+    def display_root(self) -> str:
+        """The root as output names it: relative to the working directory when under it."""
+        if self.root == self.cwd:
+            return "."
+        if self.root.is_relative_to(self.cwd):
+            return self.root.relative_to(self.cwd).as_posix()
+        return str(self.root)
+
+    def show(self, path: str) -> str:
+        """How output names any path a message carries: a canonical path as :meth:`display`
+        does, an absolute one relative to the working directory when under it, and a
+        non-path source (``--select``) as it is."""
+        if path.startswith("--") or not path:
+            return path
+        if os.path.isabs(path):
+            prefix = str(self.cwd).rstrip(os.sep) + os.sep
+            return path[len(prefix) :] if path.startswith(prefix) else path
+        return self.display(path)
 
 
 def module_candidates(root: Path, module: str) -> list[Path]:
@@ -45,33 +116,13 @@ def resolve_module(root: Path, module: str) -> Path | None:
 
 def module_name_of(root: Path, path: Path) -> str:
     """The dotted module name of ``path`` relative to ``root`` (wheel or repo layout)."""
-    rel = path.relative_to(root).with_suffix("")
-    parts = list(rel.parts)
-    if parts and parts[0] in ("python", "src") and len(parts) > 1:
+    rel = Path(os.path.relpath(path, root)).with_suffix("")
+    parts = [part for part in rel.parts if part not in ("..", ".")]
+    if parts and parts[0] in SOURCE_DIRS and len(parts) > 1:
         parts = parts[1:]
     if parts and parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(parts)
-
-
-def find_root(paths: Iterable[Path], canonical: tuple[str, ...]) -> Path:
-    """The repository root: the nearest ancestor of the given paths that defines a canonical
-    module, else the nearest one with a pyproject.toml or .git, else the first path's directory.
-    """
-    starts = [p.resolve() for p in paths] or [Path.cwd().resolve()]
-    modules = [spec.split(":", 1)[0] for spec in canonical]
-    for start in starts:
-        here = start if start.is_dir() else start.parent
-        for ancestor in (here, *here.parents):
-            if any(resolve_module(ancestor, m) for m in modules):
-                return ancestor
-    for start in starts:
-        here = start if start.is_dir() else start.parent
-        for ancestor in (here, *here.parents):
-            if (ancestor / "pyproject.toml").is_file() or (ancestor / ".git").exists():
-                return ancestor
-    first = starts[0]
-    return first if first.is_dir() else first.parent
 
 
 def relpath(root: Path, path: Path) -> str:
@@ -82,101 +133,143 @@ def relpath(root: Path, path: Path) -> str:
         return path.as_posix()
 
 
-def iter_python_files(
-    root: Path, targets: Iterable[Path], config: Config, problems: list[Problem]
-) -> Iterator[Path]:
-    """Python files under ``targets`` that the configuration includes, each once.
+def anchor_of(paths: Sequence[Path], cwd: Path) -> Path:
+    """The directory the search starts from: the common directory of the existing paths."""
+    existing = [p for p in (Path(os.path.join(cwd, p)).resolve() for p in paths) if p.exists()]
+    if not existing:
+        return cwd
+    dirs = [str(p if p.is_dir() else p.parent) for p in existing]
+    return Path(os.path.commonpath(dirs))
 
-    Directory walks follow no symlinked directories (so no loops); a symlinked file pointing
-    outside ``root`` is reported and skipped. Excluded files stay excluded when named
-    explicitly (pre-commit passes changed files one by one).
+
+def repository_root(start: Path) -> Path | None:
+    """The nearest ancestor of ``start`` (itself included) holding ``.git`` or ``.hg``."""
+    for directory in (start, *start.parents):
+        if any((directory / marker).exists() for marker in VCS_MARKERS):
+            return directory
+    return None
+
+
+def config_in(directory: Path) -> Path | None:
+    """The driftcheck configuration file of ``directory``, if it has one."""
+    for name in CONFIG_NAMES:
+        candidate = directory / name
+        if candidate.is_file() and (name != "pyproject.toml" or has_driftcheck_table(candidate)):
+            return candidate
+    return None
+
+
+def _repository_config(repository: Path) -> Path | None:
+    for directory in (repository, *(repository / d for d in SOURCE_DIRS)):
+        found = config_in(directory)
+        if found is not None:
+            return found
+    return None
+
+
+def _nearest_config(anchor: Path) -> Path | None:
+    for directory in (anchor, *anchor.parents):
+        found = config_in(directory)
+        if found is not None:
+            return found
+    return None
+
+
+def _ignored_configs(anchor: Path, repository: Path, used: Path | None, cwd: Path) -> list[str]:
+    """Configurations on the way from the paths up to the repository root that are not used."""
+
+    def shown(path: Path) -> str:
+        return os.path.relpath(path, cwd) if path.is_relative_to(cwd) else str(path)
+
+    ignored = []
+    directory = anchor
+    while True:
+        found = config_in(directory)
+        if found is not None and found != used:
+            where = shown(used) if used is not None else "the defaults"
+            ignored.append(
+                f"{shown(found)}: [tool.driftcheck] ignored: driftcheck reads one configuration "
+                f"per repository, from its root, python/ or src/ (using {where})"
+            )
+        if directory == repository or directory == directory.parent:
+            return ignored
+        directory = directory.parent
+
+
+def source_root(anchor: Path, modules: Iterable[str], repository: Path | None) -> Path | None:
+    """The directory the dotted ``modules`` are reached from, searching up from ``anchor``.
+
+    A module found through ``python/`` or ``src/`` of an ancestor gives that subdirectory, so
+    the answer is the same from the repository root and from inside the package.
     """
-    seen: set[str] = set()
-    root_real = os.path.realpath(root)
-    for target in targets:
-        target = target if target.is_absolute() else (Path.cwd() / target)
-        if target.is_symlink() and not target.exists():
-            problems.append(Problem(str(target), None, "broken symlink or symlink loop"))
-            continue
-        if target.is_dir():
-            yield from _walk(root, Path(os.path.abspath(target)), config, problems, seen, root_real)
-        elif target.is_file():
-            if target.suffix == ".py" or target.suffix == ".pyi":
-                path = _accept(root, target, config, problems, seen, root_real)
-                if path is not None:
-                    yield path
-        else:
-            problems.append(Problem(str(target), None, "no such file or directory"))
-
-
-def _accept(
-    root: Path,
-    path: Path,
-    config: Config,
-    problems: list[Problem],
-    seen: set[str],
-    root_real: str,
-    is_link: bool | None = None,
-) -> Path | None:
-    if is_link if is_link is not None else path.is_symlink():
-        real = os.path.realpath(path)
-        if not (real == root_real or real.startswith(root_real + os.sep)):
-            problems.append(
-                Problem(
-                    relpath(root, path), None, f"symlink points outside the root ({real}); skipped"
-                )
-            )
-            return None
-    rel = _fast_rel(root, path)
-    if rel in seen or config.is_excluded(rel):
-        return None
-    seen.add(rel)
-    return path
-
-
-def _fast_rel(root: Path, path: Path) -> str:
-    prefix = str(root).rstrip(os.sep) + os.sep
-    text = str(path)
-    return (
-        text[len(prefix) :].replace(os.sep, "/") if text.startswith(prefix) else relpath(root, path)
-    )
-
-
-def _walk(
-    root: Path, top: Path, config: Config, problems: list[Problem], seen: set[str], root_real: str
-) -> Iterator[Path]:
-    stack = [str(top)]
-    while stack:
-        directory = stack.pop()
-        try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
-        except OSError as exc:
-            problems.append(
-                Problem(
-                    relpath(root, Path(directory)), None, f"cannot list directory: {exc.strerror}"
-                )
-            )
-            continue
-        subdirs = []
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                if entry.name not in SKIP_DIRS and not (
-                    config.exclude and config.is_excluded(_fast_rel(root, Path(entry.path)))
+    modules = list(modules)
+    stop = repository
+    for directory in (anchor, *anchor.parents):
+        for prefix in SOURCE_PREFIXES:
+            base = directory / prefix if prefix else directory
+            for module in modules:
+                parts = module.split(".")
+                if (
+                    base.joinpath(*parts).with_suffix(".py").is_file()
+                    or base.joinpath(*parts, "__init__.py").is_file()
                 ):
-                    subdirs.append(entry.path)
-            elif entry.is_symlink():
-                if not os.path.exists(entry.path):
-                    problems.append(
-                        Problem(
-                            relpath(root, Path(entry.path)), None, "broken symlink or symlink loop"
-                        )
-                    )
-                elif entry.name.endswith(".py") and os.path.isfile(entry.path):
-                    path = _accept(root, Path(entry.path), config, problems, seen, root_real, True)
-                    if path is not None:
-                        yield path
-            elif entry.name.endswith(".py") and entry.is_file(follow_symlinks=False):
-                path = _accept(root, Path(entry.path), config, problems, seen, root_real, False)
-                if path is not None:
-                    yield path
-        stack.extend(reversed(subdirs))
+                    return base
+        if stop is not None and directory == stop:
+            return None
+    return None
+
+
+def package_parent(anchor: Path) -> Path | None:
+    """The directory above the top-level package holding ``anchor``, if it is in one."""
+    directory = anchor
+    if not (directory / "__init__.py").is_file():
+        return None
+    while (directory.parent / "__init__.py").is_file() and directory.parent != directory:
+        directory = directory.parent
+    return directory.parent
+
+
+def discover_project(
+    paths: Sequence[Path],
+    *,
+    cwd: Path | None = None,
+    config_path: Path | None = None,
+    default: Config | None = None,
+) -> Project:
+    """The project for ``paths`` run from ``cwd`` (raises :class:`ConfigError` for a bad or
+    missing configuration file)."""
+    cwd = (cwd or Path.cwd()).resolve()
+    anchor = anchor_of(paths, cwd)
+    repository = repository_root(anchor)
+    if config_path is not None:
+        explicit = Path(os.path.join(cwd, config_path))
+        if not explicit.is_file():
+            raise ConfigError(str(config_path), "configuration file not found")
+        config = load_config(explicit)
+        root = explicit.resolve().parent
+        return Project(root, cwd, config, explicit.resolve(), repository, "--config")
+    found = _repository_config(repository) if repository else _nearest_config(anchor)
+    warnings = _ignored_configs(anchor, repository, found, cwd) if repository else []
+    if found is not None:
+        config = load_config(found)
+        return Project(
+            found.parent, cwd, config, found, repository, "configuration", tuple(warnings)
+        )
+    config = default or Config()
+    modules = [spec.split(":", 1)[0] for spec in config.canonical]
+    base = source_root(anchor, modules, repository)
+    if base is None and repository is not None:
+        base = source_root(repository, modules, repository)
+    if base is not None:
+        return Project(base, cwd, config, None, repository, "canonical module", tuple(warnings))
+    if repository is not None:
+        return Project(repository, cwd, config, None, repository, "repository", tuple(warnings))
+    parent = package_parent(anchor)
+    if parent is not None:
+        return Project(parent, cwd, config, None, None, "package", tuple(warnings))
+    return Project(anchor, cwd, config, None, None, "paths", tuple(warnings))
+
+
+def normalized(rel: str) -> str:
+    """``rel`` with ``.`` and ``x/..`` segments folded (canonical paths compare as text)."""
+    return posixpath.normpath(rel)

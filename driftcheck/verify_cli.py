@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from .cli_options import codes_option_value as _codes
 from .cli_options import config_option, no_cache_option
 from .engine import CheckResult, check
 from .model import Finding
+from .report.text import format_problem
 from .runtime_verify.layer.shapes import SHAPES
 
 if TYPE_CHECKING:
@@ -29,26 +31,20 @@ if TYPE_CHECKING:
 DEFAULT_CODES = ("DC001", "DC003")
 
 
-def _codes(value: str | None) -> list[str] | None:
-    if value is None:
-        return None
-    return [c.strip() for c in value.split(",") if c.strip()]
-
-
 def _checked(
     paths: tuple[Path, ...], config_path: Path | None, select: str | None, no_cache: bool
 ) -> CheckResult:
     result = check(
         list(paths) or [Path(".")],
         config_path=config_path,
-        select=_codes(select) or list(DEFAULT_CODES),
+        select=_codes("--select", select) or list(DEFAULT_CODES),
         use_cache=not no_cache,
     )
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
     if result.fatal:
         for problem in result.problems:
-            click.echo(str(problem), err=True)
+            click.echo(format_problem(problem, False, result.project.show(problem.path)), err=True)
         sys.exit(2)
     return result
 
@@ -184,7 +180,7 @@ def verify_command(
         if layer_report is not None:
             click.echo(_layer_summary(layer_report))
     for problem in result.problems:
-        click.echo(str(problem), err=True)
+        click.echo(format_problem(problem, False, result.project.show(problem.path)), err=True)
     click.echo(summary(proofs), err=True)
     if report_path is not None:
         report_path.write_text(
@@ -286,7 +282,7 @@ def gen_test_command(paths: tuple[Path, ...], output: Path, config_path: Path | 
     )
     if result.fatal:
         for problem in result.problems:
-            click.echo(str(problem), err=True)
+            click.echo(format_problem(problem, False, result.project.show(problem.path)), err=True)
         sys.exit(2)
     registry = SiteRegistry(result)
     tests = planned_tests(registry)

@@ -64,7 +64,7 @@ def rules_index() -> str:
 
 def json_example() -> str:
     """The example block: the command, its JSON output and its exit code."""
-    result = check([EXAMPLE_TREE / EXAMPLE_FILE], use_cache=False)
+    result = check([EXAMPLE_FILE], cwd=EXAMPLE_TREE, use_cache=False)
     # what the CLI does for --format json: every finding carries its fix (or the refusal)
     findings = attach_fixes(result, result.findings, result.config.fix_style)
     exit_code = 2 if result.problems else (1 if any(f.severity == "error" for f in findings) else 0)
@@ -75,7 +75,9 @@ def json_example() -> str:
             "",
             "```console",
             f"$ driftcheck --format json {EXAMPLE_FILE}",
-            render_json(result.universe, findings, result.problems).rstrip("\n"),
+            render_json(
+                result.universe, findings, result.problems, result.project.display_root()
+            ).rstrip("\n"),
             "$ echo $?",
             str(exit_code),
             "```",

@@ -460,17 +460,18 @@ def test_unknown_keys_are_warnings_naming_each_key(runner: CliRunner, sglang_lik
         ),
         pytest.param(
             'canonical = ["is_deepep_class_backend"]',
-            "canonical entry 'is_deepep_class_backend' must look like 'package.module:function'",
+            ':2: [tool.driftcheck] canonical entry "is_deepep_class_backend" must look like '
+            "'package.module:qualname'",
             id="no-module-part",
         ),
         pytest.param(
             "min-overlap = 0",
-            "[tool.driftcheck] min-overlap must be a positive integer",
+            ":2: [tool.driftcheck] min-overlap must be a positive integer, got 0",
             id="bad-value",
         ),
         pytest.param(
             'value-attributes = "moe_a2a_backend"\ncanonical = [1]',
-            "[tool.driftcheck] canonical must be a list of strings",
+            ":3: [tool.driftcheck] canonical must be a list of strings, got [1]",
             id="bad-type",
         ),
     ],
@@ -482,11 +483,13 @@ def test_configuration_that_cannot_be_used_is_an_error_naming_what_was_looked_fo
     config.write_text(f"[tool.driftcheck]\n{toml}\n")
     result = run(runner, sglang_like, "--no-cache")
     assert result.exit_code == 2
-    where = (
-        sglang_like
-        if "not found under" in problem
-        else ("sglang/srt/layers/moe/utils.py" if "top-level" in problem else config)
-    )
+    if problem.startswith(":"):  # a configuration error: the file and the key's line
+        line, _, problem = problem[1:].partition(": ")
+        where = f"{config}:{line}"
+    elif "not found under" in problem:
+        where = str(sglang_like)
+    else:
+        where = "sglang/srt/layers/moe/utils.py"
     assert result.stderr.splitlines() == [f"{where}: error: {problem.format(root=sglang_like)}"]
     assert result.stdout == ""
 

@@ -57,7 +57,8 @@ def test_json_output_is_the_documented_contract(runner: CliRunner, sglang_like: 
         runner, sglang_like / "sglang/srt/models/kimi_like.py", "--no-cache", "--format", "json"
     )
     document = json.loads(result.stdout)
-    assert sorted(document) == ["canonical", "errors", "findings", "version"]
+    assert sorted(document) == ["canonical", "errors", "findings", "root", "version"]
+    assert document["root"] == str(sglang_like)
     assert document["canonical"] == {
         "is_deepep_class_backend": ["deepep", "deepep_v2", "mooncake", "mori", "pplx"]
     }
@@ -93,12 +94,15 @@ def test_select_and_ignore(runner: CliRunner, sglang_like: Path) -> None:
     ]
 
 
-def test_repo_layout_under_python_needs_no_configuration(runner: CliRunner, tmp_path: Path) -> None:
+def test_repo_layout_under_python_needs_no_configuration(
+    runner: CliRunner, tmp_path: Path, monkeypatch
+) -> None:
     shutil.copytree(
         Path(__file__).parent.parent / "fixtures/sglang_like/sglang",
         tmp_path / "repo/python/sglang",
     )
-    result = run(runner, tmp_path / "repo", "--no-cache")
+    monkeypatch.chdir(tmp_path / "repo")
+    result = run(runner, "--no-cache")
     assert result.exit_code == 1
     assert [line.split(":")[0] for line in result.stdout.splitlines()] == [
         "python/sglang/srt/models/dense_like.py",

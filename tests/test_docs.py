@@ -97,7 +97,7 @@ def test_json_page_documents_every_field() -> None:
         | set(fix.to_dict())
         | set(Problem("a.py", 1, "m").to_dict())
     )
-    keys |= set(fix.to_dict()["span"]) | {"version", "canonical", "findings", "errors"}
+    keys |= set(fix.to_dict()["span"]) | {"version", "root", "canonical", "findings", "errors"}
     assert keys - _documented_fields() == set()
 
 

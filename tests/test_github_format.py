@@ -122,10 +122,10 @@ def test_paths_are_relative_to_the_working_directory(tmp_path: Path, sglang_like
     repo = tmp_path / "repo"
     (repo / "python").mkdir(parents=True)
     (sglang_like / "sglang").rename(repo / "python" / "sglang")
-    result = check([model(repo / "python", "one_line.py", ONE_LINE)], use_cache=False)
+    result = check([model(repo / "python", "one_line.py", ONE_LINE)], cwd=repo, use_cache=False)
     (only,) = result.findings
     assert only.path == "sglang/srt/models/one_line.py"
-    assert render_github(result.findings, [], root=result.root, cwd=repo).startswith(
+    assert render_github(result.findings, [], result.project).startswith(
         "::error file=python/sglang/srt/models/one_line.py,line=6,"
     )
 

@@ -313,3 +313,43 @@ def test_baselined_drift_passes_and_new_drift_fails(tmp_path: Path) -> None:
     assert outcome.returncode == 1
     assert "sglang/srt/models/k3_copy.py:7:9: DC001 _uses_ep_a2a" in outcome.stdout
     assert "k3_like.py" not in outcome.stdout
+
+
+def snapshot_of_this_checkout(destination: Path) -> str:
+    """A git repository holding this checkout's files (tracked and new), committed: what a
+    user's ``repo:`` URL points at. Returns the commit's sha, the ``rev`` to pin."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for rel in filter(None, listed.split("\0")):
+        source = REPO / rel
+        if source.is_file():
+            (destination / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, destination / rel)
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    for args in (
+        ("init", "-q", "-b", "main"),
+        ("add", "."),
+        ("-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "snapshot"),
+    ):
+        subprocess.run(["git", *args], cwd=destination, env=env, check=True, capture_output=True)
+    return subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=destination, env=env, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def test_the_documented_remote_snippet_installs_and_runs_the_hook(tmp_path: Path) -> None:
+    """docs/pre-commit.md's remote form, pinned to a commit sha: pre-commit clones the
+    repository, installs driftcheck into its own environment and runs the hook."""
+    checkout = tmp_path / "driftcheck-checkout"
+    sha = snapshot_of_this_checkout(checkout)
+    repo = make_repo(tmp_path, "driftcheck")
+    config = {"repos": [{"repo": checkout.as_uri(), "rev": sha, "hooks": [{"id": "driftcheck"}]}]}
+    repo.write(".pre-commit-config.yaml", json.dumps(config))
+    repo.write(MODELS / "k3_like.py", K3_LIKE)
+    outcome = repo.commit("add K3-like model", ".pre-commit-config.yaml", MODELS / "k3_like.py")
+    assert outcome.returncode == 1, outcome.stdout
+    assert "python/sglang/srt/models/k3_like.py:7:9: DC001 _uses_ep_a2a" in outcome.stdout

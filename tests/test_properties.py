@@ -91,15 +91,15 @@ def test_engine_reports_exactly_the_generated_drifting_sites(case: Case) -> None
 @given(cases(max_files=2))
 def test_site_spans_are_the_generated_expressions(case: Case) -> None:
     """Every generated site (drifting or not) is found at exactly its span."""
-    from driftcheck.config import find_config
     from driftcheck.prefilter import build_prefilter
+    from driftcheck.project import discover_project
     from driftcheck.scan import scan_bytes
     from driftcheck.universe import load_universe
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "tree"
         written = case.write(root)
-        universe = load_universe(root, find_config(root)).universe
+        universe = load_universe(root, discover_project([root]).config).universe
         prefilter = build_prefilter(universe)
         for rel, spans in written.spans.items():
             scan = scan_bytes(rel, (root / rel).read_bytes(), universe, prefilter)

@@ -179,10 +179,14 @@ def test_k3_like_list_becomes_one_result(sglang_like: Path) -> None:
     }
 
 
-def test_srcroot_is_the_working_directory(sglang_like: Path) -> None:
-    document = sarif_document(run(model(sglang_like, "clean.py", CLEAN)), [], cwd=sglang_like)
+def test_srcroot_is_the_working_directory_and_projectroot_the_project_root(
+    tmp_path: Path, sglang_like: Path
+) -> None:
+    result = run(model(sglang_like, "clean.py", CLEAN))
+    document = sarif_document(result, [], cwd=tmp_path)
     assert document["runs"][0]["originalUriBaseIds"] == {
-        "%SRCROOT%": {"uri": sglang_like.as_uri() + "/"}
+        "%SRCROOT%": {"uri": tmp_path.as_uri() + "/"},
+        "PROJECTROOT": {"uri": sglang_like.as_uri() + "/"},
     }
 
 
@@ -199,7 +203,7 @@ def test_repository_layout_paths_are_relative_to_the_working_directory(
     assert location == {"uri": "python/sglang/srt/models/k3_like.py", "uriBaseId": "%SRCROOT%"}
 
 
-def test_files_outside_the_working_directory_get_absolute_uris(
+def test_files_outside_the_working_directory_are_relative_to_the_project_root(
     tmp_path: Path, sglang_like: Path
 ) -> None:
     result = run(model(sglang_like, "k3_like.py", K3_LIKE))
@@ -207,7 +211,7 @@ def test_files_outside_the_working_directory_get_absolute_uris(
     elsewhere.mkdir()
     (sarif_result,) = sarif_document(result, result.findings, cwd=elsewhere)["runs"][0]["results"]
     location = sarif_result["locations"][0]["physicalLocation"]["artifactLocation"]
-    assert location == {"uri": (sglang_like / "sglang/srt/models/k3_like.py").as_uri()}
+    assert location == {"uri": "sglang/srt/models/k3_like.py", "uriBaseId": "PROJECTROOT"}
 
 
 def test_fingerprint_survives_line_moves(sglang_like: Path) -> None:

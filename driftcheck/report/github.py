@@ -8,15 +8,13 @@ only and reject or drop columns otherwise. Files that could not be checked becom
 
 Escaping follows the Actions toolkit: in the message ``%``, ``\\r`` and ``\\n``; in property
 values also ``:`` and ``,``. Paths are made relative to the working directory (GitHub
-resolves ``file=`` against the checkout, where the workflow step runs) when ``root`` is given.
+resolves ``file=`` against the checkout, where the workflow step runs), else canonical paths.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 from ..model import Finding, Problem
+from ..project import Project
 
 COMMANDS = {"error": "error", "warning": "warning", "info": "notice"}
 
@@ -31,30 +29,17 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def display_path(path: str, root: Path | None, cwd: Path | None = None) -> str:
-    """``path`` (relative to ``root``) relative to ``cwd`` when it lies under it, else as is."""
-    if root is None:
-        return path
-    absolute = Path(os.path.normpath(Path(path) if Path(path).is_absolute() else root / path))
-    try:
-        return absolute.relative_to(Path(os.path.normpath(cwd or Path.cwd()))).as_posix()
-    except ValueError:
-        return absolute.as_posix()
-
-
 def command(kind: str, message: str, properties: list[tuple[str, str | int]]) -> str:
     """One workflow command line: ``::kind k=v,k=v::message``."""
     props = ",".join(f"{key}={escape_property(str(value))}" for key, value in properties)
     return f"::{kind} {props}::{escape_data(message)}"
 
 
-def finding_command(finding: Finding, root: Path | None = None, cwd: Path | None = None) -> str:
-    """The annotation for one finding."""
+def finding_command(finding: Finding, project: Project | None = None) -> str:
+    """The annotation for one finding (``file=`` is the project's display path)."""
     span = finding.span
-    properties: list[tuple[str, str | int]] = [
-        ("file", display_path(finding.path, root, cwd)),
-        ("line", span.line),
-    ]
+    shown = project.display(finding.path) if project is not None else finding.path
+    properties: list[tuple[str, str | int]] = [("file", shown), ("line", span.line)]
     if span.line == span.end_line:
         properties += [
             ("col", span.col + 1),
@@ -67,9 +52,10 @@ def finding_command(finding: Finding, root: Path | None = None, cwd: Path | None
     return command(COMMANDS[finding.severity], finding.message, properties)
 
 
-def problem_command(problem: Problem, root: Path | None = None, cwd: Path | None = None) -> str:
+def problem_command(problem: Problem, project: Project | None = None) -> str:
     """The annotation for a file or configuration driftcheck could not process."""
-    properties: list[tuple[str, str | int]] = [("file", display_path(problem.path, root, cwd))]
+    shown = project.show(problem.path) if project is not None else problem.path
+    properties: list[tuple[str, str | int]] = [("file", shown)]
     if problem.line:
         properties.append(("line", problem.line))
     properties.append(("title", "driftcheck"))
@@ -77,12 +63,9 @@ def problem_command(problem: Problem, root: Path | None = None, cwd: Path | None
 
 
 def render_github(
-    findings: list[Finding],
-    problems: list[Problem],
-    root: Path | None = None,
-    cwd: Path | None = None,
+    findings: list[Finding], problems: list[Problem], project: Project | None = None
 ) -> str:
     """All annotations, findings first, one per line (empty when there is nothing to say)."""
-    lines = [finding_command(f, root, cwd) for f in findings]
-    lines += [problem_command(p, root, cwd) for p in problems]
+    lines = [finding_command(f, project) for f in findings]
+    lines += [problem_command(p, project) for p in problems]
     return "".join(line + "\n" for line in lines)

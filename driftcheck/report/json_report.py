@@ -10,20 +10,33 @@ from ..model import Finding, Problem, Universe
 
 
 def json_document(
-    universe: Universe | None, findings: list[Finding], problems: list[Problem]
+    universe: Universe | None,
+    findings: list[Finding],
+    problems: list[Problem],
+    root: str | None = None,
 ) -> dict[str, Any]:
-    """``{"version", "canonical", "findings", "errors"}`` with deterministic ordering."""
+    """``{"version", "root", "canonical", "findings", "errors"}``, deterministically ordered.
+
+    ``root`` is the project root (relative to the working directory when under it): every
+    ``path`` is relative to it (a canonical path)."""
     canonical = {}
     if universe is not None:
         canonical = {f.name: list(f.members) for f in universe.families}
     return {
         "version": __version__,
+        "root": root,
         "canonical": canonical,
         "findings": [f.to_dict() for f in findings],
         "errors": [p.to_dict() for p in problems],
     }
 
 
-def render_json(universe: Universe | None, findings: list[Finding], problems: list[Problem]) -> str:
+def render_json(
+    universe: Universe | None,
+    findings: list[Finding],
+    problems: list[Problem],
+    root: str | None = None,
+) -> str:
     """The JSON document as text (sorted keys, two-space indent, trailing newline)."""
-    return json.dumps(json_document(universe, findings, problems), indent=2, sort_keys=True) + "\n"
+    document = json_document(universe, findings, problems, root)
+    return json.dumps(document, indent=2, sort_keys=True) + "\n"

@@ -7,8 +7,9 @@ the finding carries a fix, and ``invocations[0]`` saying whether every file coul
 line-independent finding key, so a result keeps its identity when code above it moves.
 
 Artifact URIs are relative to the working directory (``%SRCROOT%``) when the file lies under
-it, as GitHub code scanning expects when driftcheck runs from the repository root, and
-absolute ``file://`` URIs otherwise. Columns are converted from the engine's 0-based UTF-8
+it, as GitHub code scanning expects when driftcheck runs from the repository root, else
+relative to the project root (``PROJECTROOT``, the canonical path), both declared in
+``originalUriBaseIds``. Columns are converted from the engine's 0-based UTF-8
 byte offsets to SARIF's default 1-based UTF-16 code units.
 """
 
@@ -36,6 +37,7 @@ SARIF_SCHEMA = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 )
 SRCROOT = "%SRCROOT%"
+PROJECTROOT = "PROJECTROOT"
 FINGERPRINT = "driftcheck/v1"
 LEVELS = {"error": "error", "warning": "warning", "info": "note"}
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -74,20 +76,26 @@ class ColumnMap:
 
 
 class ArtifactLocator:
-    """Builds ``artifactLocation`` objects for paths relative to the linted root."""
+    """Builds ``artifactLocation`` objects: relative to the working directory (``%SRCROOT%``)
+    when the file lies under it, else its canonical path relative to the project root
+    (``PROJECTROOT``); a path outside both is an absolute file URI."""
 
     def __init__(self, root: Path, cwd: Path) -> None:
         self.root = root
         self.cwd = cwd
 
     def location(self, path: str) -> dict[str, Any]:
-        """``{"uri", "uriBaseId"}`` under the working directory, else an absolute file URI."""
-        absolute = Path(path) if Path(path).is_absolute() else self.root / path
-        try:
-            rel = Path(os.path.normpath(absolute)).relative_to(self.cwd)
-        except ValueError:
-            return {"uri": Path(os.path.normpath(absolute)).as_uri()}
-        return {"uri": _uri_path(rel.as_posix()), "uriBaseId": SRCROOT}
+        """``{"uri", "uriBaseId"}`` for a canonical (or absolute) path."""
+        absolute = Path(
+            os.path.normpath(Path(path) if Path(path).is_absolute() else self.root / path)
+        )
+        for base, base_id in ((self.cwd, SRCROOT), (self.root, PROJECTROOT)):
+            try:
+                rel = absolute.relative_to(base)
+            except ValueError:
+                continue
+            return {"uri": _uri_path(rel.as_posix()), "uriBaseId": base_id}
+        return {"uri": absolute.as_uri()}
 
 
 def _uri_path(posix: str) -> str:
@@ -208,7 +216,7 @@ def sarif_document(
     result: CheckResult, findings: list[Finding], cwd: Path | None = None
 ) -> dict[str, Any]:
     """The SARIF log for one run as plain data (``cwd`` defaults to the working directory)."""
-    here = Path(os.path.normpath(cwd or Path.cwd()))
+    here = Path(os.path.normpath(cwd or result.project.cwd))
     locator = ArtifactLocator(result.root, here)
     columns = ColumnMap(result.root)
     rules = [CATALOGUE[code] for code in sorted(CATALOGUE)]
@@ -230,7 +238,10 @@ def sarif_document(
                 "toolExecutionNotifications": notifications,
             }
         ],
-        "originalUriBaseIds": {SRCROOT: {"uri": here.as_uri().rstrip("/") + "/"}},
+        "originalUriBaseIds": {
+            SRCROOT: {"uri": here.as_uri().rstrip("/") + "/"},
+            PROJECTROOT: {"uri": result.root.as_uri().rstrip("/") + "/"},
+        },
         "results": [sarif_result(f, rule_index, locator, columns) for f in findings],
         "columnKind": "utf16CodeUnits",
     }

@@ -9,10 +9,10 @@ import click
 from ..model import Finding, Problem
 
 
-def format_finding(finding: Finding, color: bool, prefix: str = "") -> str:
-    """``path:line:col: CODE message`` (column 1-based; ``prefix`` makes the path clickable
-    from the working directory when the root is below it)."""
-    where = f"{prefix}{finding.path}:{finding.span.line}:{finding.span.col + 1}:"
+def format_finding(finding: Finding, color: bool, path: str | None = None) -> str:
+    """``path:line:col: CODE message`` (column 1-based; ``path`` is the display path, the
+    finding's canonical path by default)."""
+    where = f"{path or finding.path}:{finding.span.line}:{finding.span.col + 1}:"
     code = finding.code if finding.severity == "error" else f"{finding.code} ({finding.severity})"
     if color:
         where = click.style(where, bold=True)
@@ -20,16 +20,26 @@ def format_finding(finding: Finding, color: bool, prefix: str = "") -> str:
     return f"{where} {code} {finding.message}"
 
 
-def format_problem(problem: Problem, color: bool, prefix: str = "") -> str:
-    """``path:line: error: message``."""
-    text = f"{prefix}{problem}" if prefix and not problem.path.startswith("/") else str(problem)
+def format_problem(problem: Problem, color: bool, path: str | None = None) -> str:
+    """``path:line: error: message`` (``path``: how to show the problem's path)."""
+    text = str(Problem(path, problem.line, problem.message)) if path is not None else str(problem)
     return click.style(text, fg="red") if color else text
 
 
+def _files(count: int) -> str:
+    return f"{count} file{'s' if count != 1 else ''}"
+
+
 def summary(findings: list[Finding], files: int, baselined: int = 0, problems: int = 0) -> str:
-    """``Found 3 findings (2 errors, 1 warning) in 120 files.`` (plus problems and baseline)."""
+    """``Found 3 findings (2 errors, 1 warning) in 120 files.`` (plus problems and baseline).
+
+    ``files`` counts the files checked; files that could not be checked are ``problems``."""
+    if not findings and not files:
+        if problems:
+            return f"{_files(problems)} could not be checked; no other file was checked."
+        return "No Python file to check: the paths given hold none that is included."
     if not findings:
-        base = f"No drift found in {files} file{'s' if files != 1 else ''}."
+        base = f"No drift found in {_files(files)}."
     else:
         counts = Counter(f.severity for f in findings)
         parts = [
@@ -38,9 +48,9 @@ def summary(findings: list[Finding], files: int, baselined: int = 0, problems: i
             if counts[s]
         ]
         n = len(findings)
-        base = f"Found {n} finding{'s' if n != 1 else ''} ({', '.join(parts)}) in {files} file{'s' if files != 1 else ''}."
+        base = f"Found {n} finding{'s' if n != 1 else ''} ({', '.join(parts)}) in {_files(files)}."
     if problems:
-        base += f" {problems} file{'s' if problems != 1 else ''} could not be checked."
+        base += f" {_files(problems)} could not be checked."
     if baselined:
         base += f" {baselined} baselined finding{'s' if baselined != 1 else ''} not shown."
     return base
