@@ -1,8 +1,11 @@
-"""``[tool.driftcheck]`` configuration, with the built-in SGLang rule pack as its default.
+"""``[tool.driftcheck]`` configuration, on top of a *pack* of defaults (SGLang's by default).
 
-Configuration is data: which predicates are canonical, which names hold the backend's string
-value, which paths to include or exclude, and per-site policies. Unknown keys produce a
-warning naming the key; a malformed file is a :class:`ConfigError` (exit code 2).
+Configuration is data: which predicates are canonical (each with its label), the enum to
+infer families over when none is found, which names hold the backend's value or a holder of
+it, which paths to include or exclude, per-site policies and per-model gates. A pack
+(``driftcheck/packs/NAME.toml``, the same keys) supplies the defaults; a key set in
+``[tool.driftcheck]`` replaces the pack's; ``pack = "none"`` starts from nothing. Unknown keys
+produce a warning naming the key; a malformed file is a :class:`ConfigError` (exit code 2).
 """
 
 from __future__ import annotations
@@ -21,11 +24,16 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-SGLANG_CANONICAL = ("sglang.srt.layers.moe.utils:is_deepep_class_backend",)
+DEFAULT_PACK = "sglang"
+PACKS_DIR = Path(__file__).parent / "packs"
 
 KNOWN_KEYS = {
+    "pack",
     "canonical",
     "label",
+    "enum",
+    "receivers",
+    "model-marker",
     "value-attributes",
     "include",
     "exclude",
@@ -42,6 +50,7 @@ FIX_STYLES = ("minimal", "helper")
 SITE_KINDS = ("property", "allowlist", "dispatch")
 POLICY_KEYS = {"path", "symbol", "allow-missing", "allow-extra", "fix-style", "reason", "kind"}
 GATE_KEYS = {"member", "registry", "register-call"}
+CANONICAL_KEYS = {"predicate", "label"}
 
 
 class ConfigError(Exception):
@@ -83,12 +92,25 @@ class Gate:
 
 
 @dataclass(frozen=True)
-class Config:
-    """Resolved settings for one run."""
+class Canonical:
+    """One canonical predicate, ``module:qualname``, and how messages name its family."""
 
-    canonical: tuple[str, ...] = SGLANG_CANONICAL
-    label: str = "DeepEP-family"
-    value_attributes: tuple[str, ...] = ("moe_a2a_backend", "a2a_backend")
+    predicate: str
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Config:
+    """Resolved settings for one run (the dataclass defaults are an empty pack)."""
+
+    canonicals: tuple[Canonical, ...] = ()
+    label: str = ""
+    enum: str | None = None
+    receivers: tuple[str, ...] = ()
+    model_marker: str = ""
+    pack: str = "none"
+    canonicals_from_pack: bool = False
+    value_attributes: tuple[str, ...] = ()
     include: tuple[str, ...] = ("*.py", "*.pyi")
     exclude: tuple[str, ...] = ()
     select: tuple[str, ...] | None = None
@@ -97,16 +119,15 @@ class Config:
     min_overlap: int = 2
     fix_style: str = "minimal"
     policies: tuple[SitePolicy, ...] = ()
-    gates: tuple[Gate, ...] = (
-        Gate(
-            member="deepep_v2",
-            registry="sglang.srt.configs.moe_model_registry:_DEEPEP_V2_MODELS",
-            register_call="register_deepep_v2_model",
-        ),
-    )
+    gates: tuple[Gate, ...] = ()
     source: str | None = None
     lines: dict[str, int] = field(default_factory=dict, compare=False)  # key -> line in source
     warnings: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def canonical(self) -> tuple[str, ...]:
+        """The canonical predicates' ``module:qualname`` specs."""
+        return tuple(c.predicate for c in self.canonicals)
 
     def policy_for(self, path: str, symbol: str) -> SitePolicy | None:
         """The first policy matching a site, if any."""
@@ -140,7 +161,17 @@ class Config:
     def digest(self) -> str:
         """A hash of every setting that changes which sites are found (a cache key part)."""
         payload = json.dumps(
-            [self.canonical, self.value_attributes, self.min_overlap], sort_keys=True
+            [
+                self.canonical,
+                [c.label for c in self.canonicals],
+                self.label,
+                self.enum,
+                self.receivers,
+                self.model_marker,
+                self.value_attributes,
+                self.min_overlap,
+            ],
+            sort_keys=True,
         )
         return hashlib.blake2b(payload.encode(), digest_size=8).hexdigest()
 
@@ -225,10 +256,28 @@ def load_config(path: Path) -> Config:
     if path.name != "pyproject.toml" and "tool" in data:
         section = data["tool"].get("driftcheck", section)
     if section is None:
-        return Config(source=None)
+        return default_config()
     if not isinstance(section, dict):
         raise ConfigError(label, "[tool.driftcheck] must be a table")
     return config_from_table(section, label, source)
+
+
+def pack_table(name: str, label: str = "pack", line: int | None = None) -> dict[str, Any]:
+    """The keys of pack ``name`` (``{}`` for ``none``)."""
+    if name == "none":
+        return {}
+    path = PACKS_DIR / f"{name}.toml"
+    if not path.is_file():
+        known = ", ".join([*sorted(p.stem for p in PACKS_DIR.glob("*.toml")), "none"])
+        raise ConfigError(
+            label, f"[tool.driftcheck] pack must be one of {known}, got {_shown(name)}", line
+        )
+    return tomllib.loads(path.read_text(encoding="utf-8"))
+
+
+def default_config() -> Config:
+    """The configuration of a tree with no ``[tool.driftcheck]`` table: the default pack."""
+    return config_from_table({}, "<default pack>")
 
 
 def config_from_table(section: dict[str, Any], label: str, source: str = "") -> Config:
@@ -237,9 +286,20 @@ def config_from_table(section: dict[str, Any], label: str, source: str = "") -> 
     read = _Reader(label, source, warnings)
     where = "[tool.driftcheck]"
     read.unknown(where, section, KNOWN_KEYS)
-    kwargs: dict[str, Any] = {}
+    pack = section.get("pack", DEFAULT_PACK)
+    if not isinstance(pack, str):
+        raise read.error("pack", f"{where} pack must be a string, got {_shown(pack)}")
+    from_pack = "canonical" not in section
+    section = {**pack_table(pack, label, read.line_of("pack")), **section}
+    kwargs: dict[str, Any] = {"pack": pack, "canonicals_from_pack": from_pack}
+    kwargs["canonicals"] = _canonicals(read, section.get("canonical", []))
+    for key in ("enum", "model-marker"):
+        if key in section:
+            if not isinstance(section[key], str):
+                raise read.error(key, f"{where} {key} must be a string, got {_shown(section[key])}")
+            kwargs[key.replace("-", "_")] = section[key]
     for key, attr in (
-        ("canonical", "canonical"),
+        ("receivers", "receivers"),
         ("value-attributes", "value_attributes"),
         ("include", "include"),
         ("exclude", "exclude"),
@@ -249,12 +309,6 @@ def config_from_table(section: dict[str, Any], label: str, source: str = "") -> 
     ):
         if key in section:
             kwargs[attr] = read.strings(where, key, section[key])
-    for spec in kwargs.get("canonical", ()):
-        if ":" not in spec:
-            raise read.error(
-                "canonical",
-                f"{where} canonical entry {_shown(spec)} must look like 'package.module:qualname'",
-            )
     if "label" in section:
         if not isinstance(section["label"], str):
             raise read.error(
@@ -276,6 +330,38 @@ def config_from_table(section: dict[str, Any], label: str, source: str = "") -> 
         kwargs["gates"] = tuple(_gates(read, section["gates"]))
     lines = {key: line for key in section if (line := read.line_of(key)) is not None}
     return Config(**kwargs, source=label, lines=lines, warnings=tuple(warnings))
+
+
+def _canonicals(read: _Reader, raw: Any) -> tuple[Canonical, ...]:
+    """``canonical``: a list of ``"module:qualname"`` strings or ``{predicate, label}`` tables."""
+    where = "[tool.driftcheck]"
+    entries = [raw] if isinstance(raw, (str, dict)) else raw
+    if not isinstance(entries, list):
+        raise read.error(
+            "canonical", f"{where} canonical must be a list of strings, got {_shown(raw)}"
+        )
+    found = []
+    for entry in entries:
+        if isinstance(entry, dict):
+            read.unknown(f"{where} canonical entry", entry, CANONICAL_KEYS)
+            spec, label = entry.get("predicate"), entry.get("label", "")
+            if not isinstance(label, str):
+                raise read.error(
+                    "canonical", f"{where} canonical label must be a string, got {_shown(label)}"
+                )
+        else:
+            spec, label = entry, ""
+        if not isinstance(spec, str):
+            raise read.error(
+                "canonical", f"{where} canonical must be a list of strings, got {_shown(raw)}"
+            )
+        if ":" not in spec:
+            raise read.error(
+                "canonical",
+                f"{where} canonical entry {_shown(spec)} must look like 'package.module:qualname'",
+            )
+        found.append(Canonical(spec, label))
+    return tuple(found)
 
 
 def _policies(read: _Reader, raw: Any) -> list[SitePolicy]:

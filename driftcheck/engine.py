@@ -23,13 +23,14 @@ from .cache import EMPTY, ScanCache, Stamp
 from .config import Config, ConfigError
 from .files import iter_python_files
 from .gates import latent_members
+from .infer import infer_families
 from .judge import Judge
 from .model import Finding, Problem, Universe
-from .prefilter import Prefilter, build_prefilter
+from .prefilter import build_prefilter
 from .project import Project, discover_project
-from .scan import FileScan, scan_path
+from .scan import FileScan, ScanSpec, scan_path
 from .selection import SelectionError, selected_codes
-from .universe import LoadedUniverse, UniverseError, load_universe
+from .universe import Loaded, LoadedUniverse, UniverseError, load_universes
 
 PARALLEL_THRESHOLD = 256
 
@@ -41,6 +42,7 @@ class CheckResult:
     project: Project
     universe: Universe | None
     loaded: LoadedUniverse | None
+    every: Loaded | None = None
     findings: list[Finding] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -61,21 +63,36 @@ class CheckResult:
         return self.project.root
 
     @property
+    def universes(self) -> dict[str, Universe]:
+        """Every universe of the run, by key (sites name theirs)."""
+        if self.every is None:
+            return {}
+        return {u.universe.key: u.universe for u in self.every.universes}
+
+    def loaded_for(self, key: str) -> LoadedUniverse | None:
+        """The loaded universe with ``key`` (the primary one for a site from an older cache)."""
+        if self.every is None:
+            return self.loaded
+        for loaded in self.every.universes:
+            if loaded.universe.key == key:
+                return loaded
+        return self.loaded
+
+    @property
     def config(self) -> Config:
         """The configuration that applied."""
         return self.project.config
 
 
-_WORKER: dict[str, object] = {}
+_WORKER: dict[str, ScanSpec] = {}
 
 
-def _init_worker(universe: Universe, prefilter: Prefilter, register_calls: tuple[str, ...]) -> None:
-    _WORKER["args"] = (universe, prefilter, register_calls)
+def _init_worker(spec: ScanSpec) -> None:
+    _WORKER["spec"] = spec
 
 
 def _scan_worker(item: tuple[str, str]) -> FileScan:
-    universe, prefilter, register_calls = _WORKER["args"]  # type: ignore[misc]
-    return scan_path((item[0], item[1], universe, prefilter, register_calls))  # type: ignore[arg-type]
+    return scan_path(item[0], item[1], _WORKER["spec"])
 
 
 def default_jobs() -> int:
@@ -129,27 +146,32 @@ def check(
         )
         return result
     try:
-        loaded = load_universe(project.root, project.config)
+        every = load_universes(project.root, project.config)
     except UniverseError as exc:
         result.problems.append(Problem(exc.path, exc.line, exc.message))
         return result
-    result.universe, result.loaded = loaded.universe, loaded
-    universe = loaded.universe
+    result.warnings.extend(every.warnings)
+    loaded = every.primary
+    assert loaded is not None
+    result.universe, result.loaded, result.every = loaded.universe, loaded, every
     targets = [cwd / p for p in paths]
-    defining = {str(p.resolve()) for p in loaded.files}
+    defining = {str(p.resolve()) for p in every.files}
     if any(str(t.resolve()) in defining for t in targets if t.is_file()):
         targets, result.expanded = [project.root], True
-    register_calls = tuple(g.register_call for g in project.config.gates)
-    prefilter = build_prefilter(universe)
+    universes = tuple(u.universe for u in every.universes)
+    spec = ScanSpec(
+        universes,
+        build_prefilter(universes),
+        tuple(g.register_call for g in project.config.gates),
+        project.config.model_marker,
+    )
     cache = None
     if use_cache:
+        fingerprint = "\n".join(u.fingerprint() for u in universes)
         cache = ScanCache(
-            ScanCache.location(project.root),
-            universe.fingerprint() + "|" + project.config.digest(),
+            ScanCache.location(project.root), fingerprint + "|" + project.config.digest()
         )
-    with Scanner(
-        universe, prefilter, register_calls, jobs, cold=cache is None or not cache.file.exists()
-    ) as scanner:
+    with Scanner(spec, jobs, cold=cache is None or not cache.file.exists()) as scanner:
         return _check_files(result, targets, scanner, cache, codes, baseline)
 
 
@@ -254,9 +276,14 @@ def _check_files(
         cache.save()
     result.files_checked = walked_count - len(unreadable)
     result.files_unreadable = len(unreadable)
+    _infer_missing_families(result)
+    if _configured_canonical_unusable(result):
+        return result
+    universe = result.universe
+    assert universe is not None
     latent = latent_members(root, config, universe, result.scans)
-    judge = Judge(universe, config, codes, latent)
-    judge.index_siblings(result.scans)
+    judge = Judge(result.universes, universe, config, codes, latent)
+    judge.prepare(result.scans)
     findings: list[Finding] = []
     if named is not None:
         result.scans = {rel: scan for rel, scan in result.scans.items() if rel in named}
@@ -271,21 +298,57 @@ def _check_files(
     return result
 
 
+def _configured_canonical_unusable(result: CheckResult) -> bool:
+    """A canonical the user configured was not found and no family could be inferred in its
+    place: exit 2 naming it, rather than a green run that checked nothing."""
+    every, config = result.every, result.config
+    if every is None or not every.missing or config.canonicals_from_pack:
+        return False
+    if any(u.universe.families for u in every.universes):
+        return False
+    first = every.missing[0]
+    line = config.lines.get("canonical")
+    where = f"{config.source}" if config.source else first.path
+    result.problems.append(
+        Problem(
+            where,
+            line,
+            f"{first.message}, and no family could be inferred from the tree's copies instead",
+        )
+    )
+    result.warnings = [w for w in result.warnings if first.message not in w]
+    result.universe = None
+    return True
+
+
+def _infer_missing_families(result: CheckResult) -> None:
+    """Give every universe without a canonical family the families its copies agree on."""
+    if result.every is None:
+        return
+    for loaded in result.every.universes:
+        if loaded.universe.families:
+            continue
+        key = loaded.universe.key
+        sites = (s for scan in result.scans.values() for s in scan.sites if s.universe == key)
+        loaded.universe = replace(loaded.universe, families=infer_families(loaded.universe, sites))
+        for family in loaded.universe.families:
+            result.warnings.append(
+                f"no helper defines {family.label}: inferred from {family.inferred_from} "
+                f"hand-written copies in {family.inferred_files} files (name a canonical in "
+                "[tool.driftcheck], or let `driftcheck --fix --fix-style helper --create-helper` "
+                f"write {family.name}())"
+            )
+    if result.loaded is not None:
+        result.universe = result.loaded.universe
+
+
 class Scanner:
     """Scans files serially or in a process pool. On a cold run the pool starts as soon as enough
     files are pending (:meth:`start_early`), before per-file state grows, so forked workers
     inherit little."""
 
-    def __init__(
-        self,
-        universe: Universe,
-        prefilter: Prefilter,
-        register_calls: tuple[str, ...],
-        jobs: int | None,
-        *,
-        cold: bool,
-    ) -> None:
-        self.args = (universe, prefilter, register_calls)
+    def __init__(self, spec: ScanSpec, jobs: int | None, *, cold: bool) -> None:
+        self.spec = spec
         self.workers = jobs or default_jobs()
         self.cold = cold
         self.pool: Any = None
@@ -298,15 +361,14 @@ class Scanner:
     def _start(self, workers: int) -> Any:
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         context = multiprocessing.get_context(method)
-        return context.Pool(workers, initializer=_init_worker, initargs=self.args)
+        return context.Pool(workers, initializer=_init_worker, initargs=(self.spec,))
 
     def scan(self, pending: list[tuple[str, str]]) -> Iterator[FileScan]:
         """Scan results as they come (in no particular order)."""
         workers = min(self.workers, max(1, len(pending) // 64))
         if workers <= 1 or len(pending) < PARALLEL_THRESHOLD:
-            universe, prefilter, register_calls = self.args
             for path, rel in pending:
-                yield scan_path((path, rel, universe, prefilter, register_calls))
+                yield scan_path(path, rel, self.spec)
             return
         if self.pool is None:
             self.pool = self._start(workers)

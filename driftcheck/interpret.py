@@ -29,9 +29,29 @@ class Unproven(Exception):
 
 @dataclass(frozen=True)
 class Backend:
-    """The runtime value of the backend object: one enum member."""
+    """The object a predicate asks about, for one member of the universe: an enum member
+    (``self`` in ``MoeA2ABackend.is_deepep``), or an instance of a class holding the setting
+    (``self`` in ``FusedMoEParallelConfig.use_deepep_ll_kernels``). ``owner`` names the class
+    whose methods and properties apply ("" for the enum, or whichever class defines a name)."""
 
     value: str
+    owner: str = ""
+
+
+@dataclass(frozen=True)
+class HolderClass:
+    """What the interpreter knows of one class that holds the setting.
+
+    ``methods`` are its zero-argument methods and properties (inherited ones included), by
+    name; ``properties`` those read without a call; ``settings`` the attributes whose value
+    is the member itself (``all2all_backend``, ``_enum``); ``holders`` the attributes holding
+    another holder (``moe_parallel_config: FusedMoEParallelConfig``)."""
+
+    name: str
+    methods: Mapping[str, ast.FunctionDef] = field(default_factory=dict)
+    properties: frozenset[str] = frozenset()
+    settings: frozenset[str] = frozenset()
+    holders: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -49,6 +69,17 @@ class Scope:
     # source texts of operands outside the grammar that the caller enumerates as free
     # boolean inputs, exactly like narrowings (the truth-table engine's unrelated operands)
     free: frozenset[str] = frozenset()
+    # classes other than the enum whose instances answer predicates about the member
+    classes: Mapping[str, HolderClass] = field(default_factory=dict)
+
+    def defining(self, owner: str, name: str) -> HolderClass | None:
+        """The holder class whose method or property ``name`` applies to a ``Backend`` of
+        ``owner``: ``owner`` itself (its methods include inherited ones); for a ``Backend``
+        of no known class, the first class that defines it."""
+        if owner:
+            info = self.classes.get(owner)
+            return info if info is not None and name in info.methods else None
+        return next((c for c in self.classes.values() if name in c.methods), None)
 
 
 def _text(node: ast.AST) -> str:
@@ -90,6 +121,10 @@ class Interpreter:
         value = self._eval(expr, dict(local or {}), in_enum=False)
         return self._as_truth(value, expr)
 
+    def value(self, expr: ast.expr) -> object:
+        """Evaluate ``expr`` to whatever it denotes (a member, a collection, a truth value)."""
+        return self._eval(expr, {}, in_enum=False)
+
     def call_function(self, name: str) -> Truth:
         """Evaluate a zero-argument module function ``name`` by interpreting its body."""
         func = self.scope.functions.get(name)
@@ -97,9 +132,10 @@ class Interpreter:
             raise Unproven(f"call to {name}() whose definition is not in the linted tree")
         return self._as_truth(self._run_body(func, {}, in_enum=False), func)
 
-    def method(self, name: str) -> Truth:
-        """Evaluate the enum method ``name`` for this interpreter's member."""
-        return self._as_truth(self._call_method(name, None), None)
+    def method(self, name: str, owner: str = "") -> Truth:
+        """Evaluate method or property ``name`` (of the enum, or of holder class ``owner``) for
+        this interpreter's member."""
+        return self._as_truth(self._call_method(name, None, owner), None)
 
     # -- internals ----------------------------------------------------------------------
     def _as_truth(self, value: object, node: ast.AST | None) -> Truth:
@@ -147,12 +183,37 @@ class Interpreter:
         finally:
             self._stack.pop()
 
-    def _call_method(self, name: str, node: ast.AST | None) -> object:
+    def _call_method(self, name: str, node: ast.AST | None, owner: str = "") -> object:
+        holder = (
+            self.scope.defining(owner, name) if owner or name not in self.scope.methods else None
+        )
+        if holder is not None:
+            func = holder.methods[name]
+            return self._run_body(func, {"self": Backend(self.member, holder.name)}, in_enum=True)
         func = self.scope.methods.get(name)
         if func is None:
             line = getattr(node, "lineno", None)
-            raise Unproven(f"method {name}() is not defined on {self.scope.enum_name}", line)
+            where = owner or self.scope.enum_name
+            raise Unproven(f"method {name}() is not defined on {where}", line)
         return self._run_body(func, {"self": Backend(self.member)}, in_enum=True)
+
+    def _holder_attribute(self, owner: Backend, node: ast.Attribute) -> tuple[bool, object]:
+        """``(True, value)`` when ``owner.attr`` is a holder's property, setting or holder."""
+        holder = self.scope.defining(owner.owner, node.attr)
+        if holder is not None and node.attr in holder.properties:
+            saved = self.member
+            self.member = owner.value
+            try:
+                return True, self._call_method(node.attr, node, holder.name)
+            finally:
+                self.member = saved
+        info = self.scope.classes.get(owner.owner)
+        if info is not None:
+            if node.attr in info.settings:
+                return True, owner.value if self.scope.enum_name == "" else Backend(owner.value)
+            if node.attr in info.holders:
+                return True, Backend(owner.value, info.holders[node.attr])
+        return False, None
 
     def _is_backend_expr(self, node: ast.expr, local: Mapping[str, object]) -> bool:
         try:
@@ -193,7 +254,16 @@ class Interpreter:
         if isinstance(node, ast.Call):
             return self._call(node, local, in_enum)
         if isinstance(node, ast.Compare):
-            return self._compare(node, local, in_enum)
+            if not in_enum:
+                return self._compare(node, local, in_enum)
+            recorded = list(self.seen_narrowings)
+            try:
+                return self._compare(node, local, in_enum)
+            except Unproven:
+                # inside a predicate, a comparison of something other than the member
+                # (``self.dp_size > 1``) is a condition of the run: a narrowing
+                self.seen_narrowings = recorded
+                return self._narrowing(node)
         if isinstance(node, ast.IfExp):
             test = self._as_truth(self._eval(node.test, local, in_enum=in_enum), node)
             if test is None:
@@ -218,10 +288,19 @@ class Interpreter:
             if value is None:
                 raise Unproven(f"{self.scope.enum_name}.{node.attr} is not a member", node.lineno)
             return Backend(value)
-        if node.attr == "value":
-            owner = self._eval(base, local, in_enum=in_enum)
+        if node.attr == "value" or self.scope.classes:
+            recorded = list(self.seen_narrowings)
+            try:
+                owner = self._eval(base, local, in_enum=in_enum)
+            except Unproven:
+                owner = None
             if isinstance(owner, Backend):
-                return owner.value
+                if node.attr == "value":
+                    return owner.value
+                found, value = self._holder_attribute(owner, node)
+                if found:
+                    return value
+            self.seen_narrowings = recorded
         if node.attr in self.scope.value_attributes:
             return self.member
         text = _text(node)
@@ -262,7 +341,7 @@ class Interpreter:
                 saved = self.member
                 self.member = owner.value
                 try:
-                    return self._call_method(func.attr, node)
+                    return self._call_method(func.attr, node, owner.owner)
                 finally:
                     self.member = saved
         if in_enum:

@@ -32,35 +32,82 @@ class Member:
     value: str
 
 
+Conditions = tuple[tuple[str, tuple[str, ...]], ...]  # (member, narrowing texts) pairs
+
+
 @dataclass(frozen=True)
 class MethodPredicate:
-    """A zero-argument ``is_*`` method of the enum and the members it is true for.
+    """A named zero-argument predicate over the universe and the members it is true for: an
+    enum method (``is_deepep()``), a method or ``@property`` of a class holding the setting
+    (``use_deepep_ll_kernels``), or a canonical helper function.
 
     ``narrowing`` holds the source text of an extra condition (``is_mori_epv2`` is
     ``is_mori() and envs.SGLANG_MORI_EP_V2.get()``): the method is true for a subset of the
     runs where its members are selected, so it is recorded as a narrowing, not a new member.
+    ``conditions`` gives, per member, the narrowing texts it depends on (``()``: none).
+    ``access`` says how code spells it: ``method`` (``x.name()``), ``property`` (``x.name``)
+    or ``function`` (``name()``); ``owner`` is the class defining it.
     """
 
     name: str
     members: frozenset[str]
     narrowing: str | None = None
+    access: str = "method"
+    owner: str = ""
+    conditions: Conditions = ()
+
+    def condition_of(self, member: str) -> tuple[str, ...]:
+        """The narrowing texts ``member`` depends on (``()`` when it is accepted outright)."""
+        return dict(self.conditions).get(member, ())
 
 
 @dataclass(frozen=True)
 class Family:
-    """A canonical predicate, e.g. ``is_deepep_class_backend``, and the members its body accepts."""
+    """A canonical predicate, e.g. ``is_deepep_class_backend``, and the members its body accepts.
+
+    ``access`` is how code calls it (``function``: ``name()``, ``method``: ``x.name()``,
+    ``property``: ``x.name``, ``constant``: ``x in NAME``, ``inferred``: no helper exists);
+    ``owner`` the class defining a method or property; ``universe`` the name of the universe
+    it ranges over; ``conditions`` the narrowing texts each member is accepted under;
+    ``inferred_from`` the number of hand-written copies an inferred family was read from.
+    """
 
     name: str
     qualified: str
     path: str
     line: int
     members: tuple[str, ...]
-    label: str = "DeepEP-family"
+    label: str = ""
+    access: str = "function"
+    owner: str = ""
+    universe: str = ""
+    conditions: Conditions = ()
+    inferred_from: int = 0
+    inferred_files: int = 0
 
     @property
     def member_set(self) -> frozenset[str]:
         """The members as a set."""
         return frozenset(self.members)
+
+    @property
+    def inferred(self) -> bool:
+        """Whether no helper defines the family (it was read from the tree's copies)."""
+        return self.access == "inferred"
+
+    def condition_of(self, member: str) -> tuple[str, ...]:
+        """The narrowing texts ``member`` is accepted under (``()``: outright)."""
+        return dict(self.conditions).get(member, ())
+
+    def call_text(self) -> str:
+        """How a message names a call of it: ``is_x()``, ``.use_x``, ``.is_x()``, ``NAME``."""
+        if self.access == "property":
+            return f".{self.name}"
+        if self.access == "method":
+            return f".{self.name}()"
+        if self.access in ("constant", "inferred"):
+            return self.name
+        return f"{self.name}()"
 
 
 @dataclass(frozen=True)
@@ -80,6 +127,24 @@ class Universe:
     getters: frozenset[str]
     families: tuple[Family, ...]
     value_attributes: tuple[str, ...] = ("moe_a2a_backend", "a2a_backend")
+    # classes whose instances answer the predicates (besides the enum itself), and the names
+    # and attributes that hold one of them (``current_platform``, ``moe_parallel_config``)
+    holders: frozenset[str] = frozenset()
+    holder_names: frozenset[str] = frozenset()
+    name: str = ""  # how messages name the universe: the enum, or ``Class.attribute``
+    noun: str = "backends"  # how messages name its members
+
+    @property
+    def key(self) -> str:
+        """The universe's identity within a run (sites name it)."""
+        return self.name or self.enum_name
+
+    @property
+    def ambient(self) -> frozenset[str]:
+        """Narrowings the canonical families themselves carry (vLLM's kernels are all gated
+        on ``use_all2all_kernels``): a predicate narrowed by these alone is a plain test of
+        its members; one narrowed by anything else (``is_mori_epv2``) is not."""
+        return frozenset(t for f in self.families for _, texts in f.conditions for t in texts)
 
     @property
     def values(self) -> tuple[str, ...]:
@@ -118,18 +183,22 @@ class Universe:
 
     def fingerprint(self) -> str:
         """A stable text identifying the universe, used as part of every cache key."""
-        parts = [self.enum_name, *self.values]
+        parts = [self.key, self.enum_name, *self.values]
         for name in sorted(self.predicates):
             pred = self.predicates[name]
-            parts.append(f"{name}={','.join(sorted(pred.members))}|{pred.narrowing or ''}")
+            parts.append(
+                f"{name}={','.join(sorted(pred.members))}|{pred.narrowing or ''}|{pred.access}|{pred.conditions}"
+            )
         for fam in self.families:
-            parts.append(f"{fam.qualified}={','.join(fam.members)}")
+            parts.append(f"{fam.qualified}={','.join(fam.members)}|{fam.access}|{fam.conditions}")
         parts.extend(sorted(self.getters))
         parts.extend(self.value_attributes)
+        parts.extend(sorted(self.holders))
+        parts.extend(sorted(self.holder_names))
         return "\n".join(parts)
 
 
-OperandKind = Literal["method", "string", "enum", "helper", "other"]
+OperandKind = Literal["method", "property", "string", "enum", "helper", "pattern", "other"]
 SiteForm = Literal[
     "or-chain",  # a.is_x() or a.is_y()
     "not-or",  # not (a.is_x() or a.is_y())
@@ -139,6 +208,7 @@ SiteForm = Literal[
     "eq-chain",  # x == "a" or x == "b"
     "ne-chain",  # x != "a" and x != "b"
     "single",  # one backend tested on its own: only sibling consensus (DC020) judges these
+    "match",  # match x: case "a" | "b": ... (one case's patterns)
 ]
 
 
@@ -182,6 +252,7 @@ class Site:
     text: str = ""
     has_other_terms: bool = False
     statement_line: int = 0
+    universe: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form (sets become sorted lists) for the cache and JSON output."""
@@ -267,6 +338,9 @@ class Finding:
     fix: Fix | None = None
     fix_refusal: str | None = None
     key: str = ""
+    # the site the finding was made from (None for a stale suppression): the fixer, the
+    # verifier and gen-test read it instead of finding the site again by its span
+    site: Site | None = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON contract documented in ``docs/json-output.md``."""

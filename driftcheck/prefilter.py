@@ -1,13 +1,15 @@
-"""A text prefilter derived from the universe: skip files that cannot hold an enumeration.
+"""A text prefilter derived from the universes: skip files that cannot hold an enumeration.
 
-Sound with respect to the site finder: every site needs a receiver (so one of the getter
-names, value attributes, the enum name or a helper name appears in the text) and at least two
-member tokens or a helper call. Checking bytes is ~100x cheaper than parsing.
+Sound with respect to the site finder: every site needs a receiver or a holder (so one of
+the getter names, value attributes, holder names, the enum or holder class names, a property
+of the vocabulary or a helper name appears in the text) and at least two member tokens of one
+universe, or one and a helper call. Checking bytes is ~100x cheaper than parsing.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .model import Universe
@@ -15,13 +17,13 @@ from .model import Universe
 
 @dataclass(frozen=True)
 class Prefilter:
-    """Byte-level anchors and the member-token pattern for one universe."""
+    """Byte-level anchors and the member-token pattern for a run's universes."""
 
     anchors: tuple[bytes, ...]
     helpers: tuple[bytes, ...]
     receivers: tuple[bytes, ...]
     member_pattern: re.Pattern[bytes]
-    token_member: dict[bytes, str]
+    token_member: dict[bytes, tuple[str, str]]  # token -> (universe key, member)
     always: tuple[bytes, ...] = (b"driftcheck:",)
 
     def may_match(self, data: bytes) -> bool:
@@ -30,10 +32,12 @@ class Prefilter:
             return True
         if not any(anchor in data for anchor in self.anchors):
             return False
-        seen: set[str] = set()
+        seen: dict[str, set[str]] = {}
         for match in self.member_pattern.finditer(data):
-            seen.add(self.token_member[match.group(1) or match.group(2) or match.group(3)])
-            if len(seen) >= 2:
+            universe, member = self.token_member[next(g for g in match.groups() if g)]
+            members = seen.setdefault(universe, set())
+            members.add(member)
+            if len(members) >= 2:
                 return True
         return bool(seen) and any(helper in data for helper in self.helpers)
 
@@ -58,37 +62,59 @@ class Prefilter:
         return sorted(lines)
 
 
-def build_prefilter(universe: Universe) -> Prefilter:
-    """The prefilter for ``universe``."""
-    helpers = tuple(f.name.encode() for f in universe.families)
-    anchors = (
-        *(g.encode() for g in sorted(universe.getters)),
-        *(a.encode() for a in universe.value_attributes),
-        universe.enum_name.encode(),
-        *helpers,
-    )
-    token_member: dict[bytes, str] = {}
-    methods = []
-    for name, pred in universe.predicates.items():
-        if len(pred.members) == 1 and pred.narrowing is None:
-            token_member[name.encode()] = next(iter(pred.members))
-            methods.append(re.escape(name))
-    values = []
-    for member in universe.members:
-        token_member[member.value.encode()] = member.value
-        token_member[member.attr.encode()] = member.value
-        values.append(re.escape(member.value))
-    attrs = [re.escape(m.attr) for m in universe.members]
-    enum = re.escape(universe.enum_name)
-    pattern = (
-        rf"\.({'|'.join(sorted(methods, key=len, reverse=True))})\(\s*\)"
-        rf"|[\"']({'|'.join(sorted(values, key=len, reverse=True))})[\"']"
-        rf"|{enum}\.({'|'.join(sorted(attrs, key=len, reverse=True))})\b"
-    )
+def _alternation(words: Iterable[str]) -> str:
+    return "|".join(sorted({re.escape(w) for w in words}, key=len, reverse=True))
+
+
+def build_prefilter(universes: Universe | Iterable[Universe]) -> Prefilter:
+    """The prefilter for ``universes``."""
+    if isinstance(universes, Universe):
+        universes = [universes]
+    universes = list(universes)
+    helpers: list[bytes] = []
+    anchors: list[bytes] = []
+    token_member: dict[bytes, tuple[str, str]] = {}
+    methods: list[str] = []
+    properties: list[str] = []
+    values: list[str] = []
+    attrs: dict[str, list[str]] = {}
+    for universe in universes:
+        key = universe.key
+        helpers += [f.name.encode() for f in universe.families]
+        anchors += [g.encode() for g in sorted(universe.getters)]
+        anchors += [a.encode() for a in universe.value_attributes]
+        anchors += [n.encode() for n in sorted(universe.holder_names | universe.holders)]
+        if universe.enum_name:
+            anchors.append(universe.enum_name.encode())
+        for name, pred in universe.predicates.items():
+            if len(pred.members) == 1:
+                token_member[name.encode()] = (key, next(iter(pred.members)))
+                (properties if pred.access == "property" else methods).append(name)
+                if pred.access == "property":
+                    anchors.append(name.encode())
+        for member in universe.members:
+            token_member.setdefault(member.value.encode(), (key, member.value))
+            values.append(member.value)
+            if universe.enum_name:
+                token_member.setdefault(member.attr.encode(), (key, member.value))
+                attrs.setdefault(universe.enum_name, []).append(member.attr)
+    anchors += helpers
+    parts = []
+    if methods:
+        parts.append(rf"\.({_alternation(methods)})\(\s*\)")
+    if properties:
+        parts.append(rf"\.({_alternation(properties)})\b(?!\s*\()")
+    if values:
+        parts.append(rf"[\"']({_alternation(values)})[\"']")
+    for enum, names in attrs.items():
+        parts.append(rf"{re.escape(enum)}\.({_alternation(names)})\b")
+    pattern = "|".join(parts) or r"(?!x)x"
+    unique_anchors = tuple(dict.fromkeys(anchors))
+    unique_helpers = tuple(dict.fromkeys(helpers))
     return Prefilter(
-        anchors=anchors,
-        helpers=helpers,
-        receivers=tuple(a for a in anchors if a not in helpers),
+        anchors=unique_anchors,
+        helpers=unique_helpers,
+        receivers=tuple(a for a in unique_anchors if a not in unique_helpers),
         member_pattern=re.compile(pattern.encode()),
         token_member=token_member,
     )

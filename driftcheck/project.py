@@ -5,7 +5,8 @@ invoking driftcheck — a bare run from the repository root, a package directory
 subdirectory, pre-commit's list of changed files — sees the same root, the same
 configuration and the same name for every file:
 
-1. ``--config FILE``: the root is FILE's directory.
+1. ``--config FILE`` replaces the configuration; the root is then found as rules 3 and 4 say
+   (FILE's own paths are relative to it).
 2. Otherwise the configuration file (``driftcheck.toml``, ``.driftcheck.toml``, or a
    ``pyproject.toml`` with a ``[tool.driftcheck]`` table, in that order). Inside a git or
    Mercurial repository it is looked for at the repository root, then in its ``python/`` and
@@ -34,7 +35,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import Config, ConfigError, has_driftcheck_table, load_config
+from .config import Config, ConfigError, default_config, has_driftcheck_table, load_config
 
 SOURCE_PREFIXES = ("", "python", "src")
 SOURCE_DIRS = ("python", "src")
@@ -246,8 +247,8 @@ def discover_project(
         if not explicit.is_file():
             raise ConfigError(str(config_path), "configuration file not found")
         config = load_config(explicit)
-        root = explicit.resolve().parent
-        return Project(root, cwd, config, explicit.resolve(), repository, "--config")
+        root, reason = _root_without_config(anchor, repository, config)
+        return Project(root, cwd, config, explicit.resolve(), repository, f"--config, {reason}")
     found = _repository_config(repository) if repository else _nearest_config(anchor)
     warnings = _ignored_configs(anchor, repository, found, cwd) if repository else []
     if found is not None:
@@ -255,19 +256,28 @@ def discover_project(
         return Project(
             found.parent, cwd, config, found, repository, "configuration", tuple(warnings)
         )
-    config = default or Config()
+    config = default or default_config()
+    root, reason = _root_without_config(anchor, repository, config)
+    return Project(root, cwd, config, None, repository, reason, tuple(warnings))
+
+
+def _root_without_config(anchor: Path, repository: Path | None, config: Config) -> tuple[Path, str]:
+    """Rules 3 and 4: the canonical module's source root, the repository, the package's
+    parent, the paths' directory."""
     modules = [spec.split(":", 1)[0] for spec in config.canonical]
+    if config.enum:
+        modules.append(config.enum.split(":", 1)[0])
     base = source_root(anchor, modules, repository)
     if base is None and repository is not None:
         base = source_root(repository, modules, repository)
     if base is not None:
-        return Project(base, cwd, config, None, repository, "canonical module", tuple(warnings))
+        return base, "canonical module"
     if repository is not None:
-        return Project(repository, cwd, config, None, repository, "repository", tuple(warnings))
+        return repository, "repository"
     parent = package_parent(anchor)
     if parent is not None:
-        return Project(parent, cwd, config, None, None, "package", tuple(warnings))
-    return Project(anchor, cwd, config, None, None, "paths", tuple(warnings))
+        return parent, "package"
+    return anchor, "paths"
 
 
 def normalized(rel: str) -> str:

@@ -16,11 +16,28 @@ from typing import Any
 
 from .model import Problem, Site, Universe
 from .prefilter import Prefilter
-from .receivers import terminal_name
 from .sites import find_sites
+from .sites.names import terminal_name
 from .suppressions import Suppression, parse_suppressions
 
-ENTRY_CLASS = re.compile(rb"^EntryClass\s*=\s*(\[[^\]]*\]|\(?[\w., \n]*\)?)", re.MULTILINE)
+
+def marker_pattern(marker: str) -> re.Pattern[bytes]:
+    """``EntryClass = Foo`` / ``EntryClass = [Foo, Bar]``: the model-file marker's value."""
+    name = re.escape(marker.encode())
+    return re.compile(rb"^" + name + rb"\s*=\s*(\[[^\]]*\]|\(?[\w., \n]*\)?)", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class ScanSpec:
+    """What every file is scanned for (plain data, sent once to each worker): the run's
+    universes, their prefilter, the gate registry calls, and the model-file marker."""
+
+    universes: tuple[Universe, ...]
+    prefilter: Prefilter
+    register_calls: tuple[str, ...] = ()
+    model_marker: str = ""
+
+
 MODULE_IMPORT = re.compile(rb"^\s*from\s+([\w.]+)\s+import\b|^\s*import\s+([\w.]+)", re.MULTILINE)
 
 
@@ -94,18 +111,13 @@ def decode_source(data: bytes) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
-def scan_bytes(
-    rel: str,
-    data: bytes,
-    universe: Universe,
-    prefilter: Prefilter,
-    register_calls: tuple[str, ...] = (),
-) -> FileScan:
+def scan_bytes(rel: str, data: bytes, spec: ScanSpec) -> FileScan:
     """Scan one file's bytes."""
+    prefilter, register_calls = spec.prefilter, spec.register_calls
     result = FileScan(path=rel, digest=content_digest(data))
     interesting = prefilter.may_match(data)
-    if b"EntryClass" in data:
-        result.entry_classes, result.imports = model_facts(data, rel)
+    if spec.model_marker and spec.model_marker.encode() in data:
+        result.entry_classes, result.imports = model_facts(data, rel, spec.model_marker)
     wants_registry = any(call.encode() in data for call in register_calls)
     if not (interesting or wants_registry):
         return result
@@ -134,7 +146,7 @@ def scan_bytes(
     result.parsed = True
     try:
         if interesting:
-            result.sites = find_sites(universe, source, tree, rel, prefilter.hot_lines(data))
+            result.sites = find_sites(spec.universes, source, tree, rel, prefilter.hot_lines(data))
             result.suppressions = parse_suppressions(source)
         if wants_registry:
             result.registrations = registrations(tree, register_calls)
@@ -153,7 +165,9 @@ def _bad_byte_line(data: bytes, exc: Exception) -> int | None:
     return None
 
 
-def model_facts(data: bytes, rel: str = "") -> tuple[list[str], list[str]]:
+def model_facts(
+    data: bytes, rel: str = "", marker: str = "EntryClass"
+) -> tuple[list[str], list[str]]:
     """Architectures a model module serves (``EntryClass``) and the sibling modules it imports.
 
     Only imports from the module's own package are kept (``sglang.srt.models.qwen2_moe`` from
@@ -161,7 +175,7 @@ def model_facts(data: bytes, rel: str = "") -> tuple[list[str], list[str]]:
     can reuse, and keeping every import of every model file would dominate the cache.
     """
     entries: list[str] = []
-    for match in ENTRY_CLASS.finditer(data):
+    for match in marker_pattern(marker).finditer(data):
         entries.extend(name.decode() for name in re.findall(rb"[A-Za-z_]\w*", match.group(1)))
     parts = rel.split("/")[:-1]
     if parts and parts[0] in ("python", "src"):
@@ -192,9 +206,8 @@ def registrations(tree: ast.Module, register_calls: tuple[str, ...]) -> list[str
     return found
 
 
-def scan_path(args: tuple[str, str, Universe, Prefilter, tuple[str, ...]]) -> FileScan:
-    """Worker entry point: read ``abspath`` and scan it (``args`` is one tuple for pool.map)."""
-    abspath, rel, universe, prefilter, register_calls = args
+def scan_path(abspath: str, rel: str, spec: ScanSpec) -> FileScan:
+    """Worker entry point: read ``abspath`` and scan it."""
     try:
         with open(abspath, "rb") as handle:
             data = handle.read()
@@ -202,7 +215,7 @@ def scan_path(args: tuple[str, str, Universe, Prefilter, tuple[str, ...]]) -> Fi
         scan = FileScan(path=rel, digest="")
         scan.problems.append(Problem(rel, None, f"cannot read file: {exc.strerror or exc}"))
         return scan
-    return scan_bytes(rel, data, universe, prefilter, register_calls)
+    return scan_bytes(rel, data, spec)
 
 
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 1000))

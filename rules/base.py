@@ -1,18 +1,34 @@
-"""What a rule is: a code, its documentation, its examples, and a check over one site.
+"""What a rule is: a code, its documentation, its examples, its checks and its fix.
 
-Each rule module defines one :class:`Rule` subclass. Its ``VALID`` and ``INVALID`` examples
-are model-file snippets evaluated against the fixture universe (``fixtures/sglang_like``) by
-the test suite, fixit-style: an INVALID example must produce the rule's code (and its
-``expected_fix`` text when given), a VALID one must not. Whether a rule offers a fix is
-derived from its examples (any INVALID example with ``expected_fix``), not declared twice.
+Each rule module defines one :class:`Rule` subclass and owns all of its behaviour:
+
+- :meth:`Rule.check` judges one site against the family it enumerates;
+- :meth:`Rule.prepare` is the cross-file hook, called once with every file's scan before any
+  site is judged (sibling consensus indexes the model files there);
+- :meth:`Rule.finish_file` is the per-file hook, called after a file's sites were judged,
+  with the suppression comments that matched something (stale suppressions are found there);
+- :meth:`Rule.plan_fix` plans the rewrite for one of its findings.
+
+Its ``VALID`` and ``INVALID`` examples are model-file snippets evaluated against the fixture
+universe (``fixtures/sglang_like``) by the test suite, fixit-style: an INVALID example must
+produce the rule's code (and its ``expected_fix`` text when given), a VALID one must not.
+Whether a rule offers a fix is derived from its examples (any INVALID example with
+``expected_fix``), and the test suite checks that such a rule implements :meth:`plan_fix`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
+from driftcheck.families import covered_members
 from driftcheck.model import Family, Finding, Severity, Site, Universe
+
+if TYPE_CHECKING:
+    from driftcheck.config import Config
+    from driftcheck.fix.plan import FileContext, Rewrite, SiteJob
+    from driftcheck.scan import FileScan
 
 
 @dataclass(frozen=True)
@@ -28,27 +44,31 @@ class Example:
     siblings: dict[str, str] = field(default_factory=dict)  # other model files: name -> code
 
 
-@dataclass(frozen=True)
-class Sibling:
-    """A site in another model file that plays the same role (same attribute, same method)."""
-
-    path: str
-    symbol: str
-    line: int
-    members: frozenset[str]
-    helpers: tuple[str, ...]
-
-
 @dataclass
 class Judgement:
-    """What a rule needs beyond the site: the universe, the run's policy, the site's siblings."""
+    """What a rule needs beyond the site: its universe, the family it enumerates (if any),
+    the run's policy for it, and the members gated per model for its file."""
 
     universe: Universe
     min_overlap: int
+    family: Family | None = None
     allowed_missing: frozenset[str] = frozenset()
     allowed_extra: frozenset[str] = frozenset()
     latent: dict[str, str] = field(default_factory=dict)
-    siblings: tuple[Sibling, ...] = ()
+
+
+@dataclass
+class RunIndex:
+    """Everything a cross-file hook may read: every file's scan, the universes, the config."""
+
+    scans: Mapping[str, FileScan]
+    universes: Mapping[str, Universe]
+    config: Config
+    primary: Universe
+
+    def universe_of(self, site: Site) -> Universe:
+        """The universe ``site`` belongs to."""
+        return self.universes.get(site.universe, self.primary)
 
 
 class Rule:
@@ -69,9 +89,22 @@ class Rule:
         """Whether the rule offers a fix: derived from its INVALID examples."""
         return any(example.expected_fix is not None for example in cls.INVALID)
 
+    def prepare(self, run: RunIndex) -> None:
+        """Cross-file hook: read every file's scan before any site is judged."""
+
     def check(self, site: Site, judgement: Judgement) -> list[Finding]:
-        """Findings for ``site`` (usually zero or one); rules judged per file return none."""
+        """Findings for ``site`` (usually zero or one)."""
         return []
+
+    def finish_file(self, scan: FileScan, used: set[int], codes: set[str]) -> list[Finding]:
+        """Per-file hook, after the file's sites were judged: ``used`` holds the lines of the
+        suppressions that matched a finding, ``codes`` the rules this run reports."""
+        return []
+
+    def plan_fix(self, ctx: FileContext, job: SiteJob, style: str) -> Rewrite:
+        """The rewrite that fixes ``job`` in ``style`` (``minimal``/``helper``); raises
+        :class:`~driftcheck.fix.plan.Refusal` with the reason when it cannot be made."""
+        raise NotImplementedError(f"{self.code} offers no fix")
 
 
 def site_finding(
@@ -103,6 +136,7 @@ def site_finding(
         subject=subject(site),
         live=tuple(m for m in missing if m not in latent),
         latent=latent,
+        site=site,
     )
 
 
@@ -110,17 +144,19 @@ def subject(site: Site) -> str:
     """How a message names the site: the assigned attribute, the function, or the condition."""
     if site.context in ("assign", "return", "keyword", "ternary") and site.role:
         return site.role
+    if site.context == "match":
+        return f"case in {site.symbol}"
     return f"condition in {site.symbol}"
+
+
+def noun(family: Family, universe: Universe) -> str:
+    """``DeepEP-family backends``, ``is_cuda_alike members``: how messages name members."""
+    return f"{family.label or family.name} {universe.noun}"
 
 
 def effective_members(site: Site, universe: Universe) -> frozenset[str]:
     """The members a site covers, counting canonical helpers it calls."""
-    covered = set(site.members)
-    for helper in site.helpers:
-        family = universe.family(helper)
-        if family is not None:
-            covered |= family.member_set
-    return frozenset(covered)
+    return covered_members(site, universe)
 
 
 def drift(
@@ -138,10 +174,3 @@ def drift(
     missing = tuple(m for m in family.members if m not in covered)
     extra = tuple(m for m in present if m not in family.member_set)
     return tuple(present), missing, extra
-
-
-def enumerates_family(site: Site, family: Family, min_overlap: int) -> bool:
-    """Whether the site is an enumeration of ``family`` rather than of an unrelated set."""
-    if any(h == family.name for h in site.helpers):
-        return True
-    return len(site.members & family.member_set) >= min_overlap

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from driftcheck.model import Finding, Site
 
-from .base import Example, Judgement, Rule, drift, enumerates_family, site_finding, subject
+from .base import Example, Judgement, Rule, drift, noun, site_finding, subject
+
+if TYPE_CHECKING:
+    from driftcheck.fix.plan import FileContext, Rewrite, SiteJob
 
 
 class MissingFamilyMembers(Rule):
@@ -139,44 +144,63 @@ return is_deepep_class_backend() or b.is_megamoe() or b.is_ascend_fuseep()
             return []
         return family_findings(self, site, judgement)
 
+    def plan_fix(self, ctx: FileContext, job: SiteJob, style: str) -> Rewrite:
+        """Minimal style inserts the missing members; helper style calls the helper."""
+        return plan_in_style(ctx, job, style)
+
+
+def plan_in_style(ctx: FileContext, job: SiteJob, style: str) -> Rewrite:
+    """The family rules' fix: ``minimal`` (add the missing members) or ``helper``."""
+    from driftcheck.fix.flips import site_receivers
+    from driftcheck.fix.helper import plan_helper
+    from driftcheck.fix.minimal import plan_minimal
+
+    receivers = frozenset(site_receivers(job.site, ctx.universe))
+    plan = plan_helper if style == "helper" else plan_minimal
+    return plan(ctx, job, receivers)
+
 
 def family_findings(rule: Rule, site: Site, judgement: Judgement) -> list[Finding]:
-    """The shared DC001/DC003 judgement: one finding per family the site drifts from."""
-    findings = []
+    """The shared DC001/DC003 judgement: the site against the family it enumerates."""
+    family = judgement.family
     universe = judgement.universe
-    for family in universe.families:
-        if not enumerates_family(site, family, judgement.min_overlap):
-            continue
-        present, missing, extra = drift(site, family, universe)
-        missing = tuple(m for m in missing if m not in judgement.allowed_missing)
-        if not missing:
-            continue
-        verb = "excludes" if site.polarity == "negative" else "enumerates"
-        covered = len(family.members) - len([m for m in family.members if m not in set(present)])
-        message = (
-            f"{subject(site)} {verb} {covered} of {len(family.members)} {family.label} backends; "
-            f"missing {', '.join(missing)} (canonical: {family.name})"
+    if family is None or site.enumerator == family.name:
+        return []
+    present, missing, extra = drift(site, family, universe)
+    missing = tuple(m for m in missing if m not in judgement.allowed_missing)
+    if not missing:
+        return []
+    verb = "excludes" if site.polarity == "negative" else "enumerates"
+    covered = len(family.members) - len([m for m in family.members if m not in set(present)])
+    latent = {m: why for m, why in judgement.latent.items() if m in missing}
+    shown = ", ".join(f"{m} (latent)" if m in latent else m for m in missing)
+    message = (
+        f"{subject(site)} {verb} {covered} of {len(family.members)} {noun(family, universe)}; "
+        f"missing {shown} ({_canonical(family)})"
+    )
+    severity = rule.severity
+    if latent and all(m in latent for m in missing) and severity == "error":
+        severity = "warning"
+    return [
+        site_finding(
+            rule,
+            site,
+            family,
+            members=present,
+            missing=missing,
+            extra=extra,
+            message=message,
+            severity=severity,
+            latent=latent,
         )
-        latent = {m: why for m, why in judgement.latent.items() if m in missing}
-        severity = rule.severity
-        if latent and all(m in latent for m in missing) and severity == "error":
-            severity = "warning"
-        if latent:
-            message = message.replace(
-                f"missing {', '.join(missing)}",
-                "missing " + ", ".join(f"{m} (latent)" if m in latent else m for m in missing),
-            )
-        findings.append(
-            site_finding(
-                rule,
-                site,
-                family,
-                members=present,
-                missing=missing,
-                extra=extra,
-                message=message,
-                severity=severity,
-                latent=latent,
-            )
+    ]
+
+
+def _canonical(family) -> str:  # type: ignore[no-untyped-def]
+    """``canonical: is_deepep_class_backend``, or how an inferred family was found."""
+    if family.inferred:
+        return (
+            f"inferred from {family.inferred_from} hand-written copies in {family.inferred_files} "
+            "files; no helper defines it: `driftcheck discover` proposes one"
         )
-    return findings
+    return f"canonical: {family.name}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from driftcheck.model import Finding, Site
 
-from .base import Example, Judgement, Rule, drift, site_finding, subject
+from .base import Example, Judgement, Rule, drift, noun, site_finding, subject
 
 
 class SpelledOutFamily(Rule):
@@ -48,25 +48,27 @@ enable with `--select DC002` when cleaning up.
 
     def check(self, site: Site, judgement: Judgement) -> list[Finding]:
         """Report a hand-written list that covers a whole family without calling its helper."""
-        findings = []
-        for family in judgement.universe.families:
-            if site.helpers or site.polarity != "positive":
-                continue
-            if not family.member_set <= site.members:
-                continue
-            if site.enumerator == family.name:
-                continue
-            present, _, extra = drift(site, family, judgement.universe)
-            tail = f" or the extras ({', '.join(extra)})" if extra else ""
-            findings.append(
-                site_finding(
-                    self,
-                    site,
-                    family,
-                    members=present,
-                    missing=(),
-                    extra=extra,
-                    message=f"{subject(site)} spells out all {len(family.members)} {family.label} backends by hand; call {family.name}(){tail}",
-                )
+        family = judgement.family
+        if family is None or site.helpers or site.polarity != "positive":
+            return []
+        if site.kind != "property" or site.enumerator == family.name:
+            return []
+        if not family.member_set <= site.members:
+            return []
+        present, _, extra = drift(site, family, judgement.universe)
+        if len(extra) > len(family.members):
+            return []  # a longer list of another concept that happens to contain the family
+        tail = f" or the extras ({', '.join(extra)})" if extra else ""
+        spelled = noun(family, judgement.universe)
+        call = family.call_text()
+        return [
+            site_finding(
+                self,
+                site,
+                family,
+                members=present,
+                missing=(),
+                extra=extra,
+                message=f"{subject(site)} spells out all {len(family.members)} {spelled} by hand; call {call}{tail}",
             )
-        return findings
+        ]

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from driftcheck.model import Finding, Site
 
 from .base import Example, Judgement, Rule
-from .dc001_missing_members import family_findings
+from .dc001_missing_members import family_findings, plan_in_style
+
+if TYPE_CHECKING:
+    from driftcheck.fix.plan import FileContext, Rewrite, SiteJob
+
+VALUE_FORMS = ("in", "not-in", "eq-chain", "ne-chain", "match")
 
 
 class StringFormMissingMembers(Rule):
@@ -89,6 +96,10 @@ usually run on server arguments, before the runtime backend the helper reads is 
 
     def check(self, site: Site, judgement: Judgement) -> list[Finding]:
         """Report a value-form enumeration that misses family members."""
-        if site.form not in ("in", "not-in", "eq-chain", "ne-chain") or site.kind != "property":
+        if site.form not in VALUE_FORMS or site.kind != "property":
             return []
         return family_findings(self, site, judgement)
+
+    def plan_fix(self, ctx: FileContext, job: SiteJob, style: str) -> Rewrite:
+        """Minimal style inserts the missing members; helper style calls the helper."""
+        return plan_in_style(ctx, job, style)

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from driftcheck.keys import finding_key
+from driftcheck.model import Finding, Span
+
 from .base import Example, Rule
+
+if TYPE_CHECKING:
+    from driftcheck.scan import FileScan
 
 
 class StaleSuppression(Rule):
@@ -49,3 +58,28 @@ Delete the comment, or narrow it to the members still deliberately left out.
             missing=(),
         ),
     ]
+
+    def finish_file(self, scan: FileScan, used: set[int], codes: set[str]) -> list[Finding]:
+        """Every suppression of the file that matched no finding, or is malformed."""
+        stale = []
+        for s in scan.suppressions:
+            if s.error is None and s.line in used:
+                continue
+            if s.verb == "ignore" and s.items and not set(s.items) & codes and s.error is None:
+                continue  # silences a rule this run does not report: cannot judge it
+            reason = s.error or f"'{s.text.strip()}' matches no finding at this site; remove it"
+            span = Span(s.line, s.col, s.line, s.col + len(s.text))
+            finding = Finding(
+                code=self.code,
+                severity=self.severity,
+                path=scan.path,
+                span=span,
+                symbol="",
+                canonical="",
+                members=(),
+                missing=(),
+                extra=tuple(s.items),
+                message=reason,
+            )
+            stale.append(replace(finding, key=finding_key(finding, s.text)))
+        return stale

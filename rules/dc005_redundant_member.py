@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from driftcheck.model import Finding, Site
 
 from .base import Example, Judgement, Rule, site_finding, subject
+
+if TYPE_CHECKING:
+    from driftcheck.fix.plan import FileContext, Rewrite, SiteJob
 
 
 class RedundantMember(Rule):
@@ -61,6 +66,13 @@ comment usually belongs to the deleted term, and deleting comments is left to a 
         ),
     ]
 
+    def plan_fix(self, ctx: FileContext, job: SiteJob, style: str) -> Rewrite:
+        """Delete the redundant operand, whatever the style."""
+        from driftcheck.fix.flips import site_receivers
+        from driftcheck.fix.redundant import plan_removal
+
+        return plan_removal(ctx, job, frozenset(site_receivers(job.site, ctx.universe)))
+
     def check(self, site: Site, judgement: Judgement) -> list[Finding]:
         """Report members that a called helper already covers."""
         findings = []
@@ -81,7 +93,7 @@ comment usually belongs to the deleted term, and deleting comments is left to a 
                     members=tuple(judgement.universe.order(site.members)),
                     missing=(),
                     extra=redundant,
-                    message=f"{subject(site)} tests {', '.join(redundant)} alongside {family.name}(), which already includes {'it' if len(redundant) == 1 else 'them'}",
+                    message=f"{subject(site)} tests {', '.join(redundant)} alongside {family.call_text()}, which already includes {'it' if len(redundant) == 1 else 'them'}",
                 )
             )
         return findings

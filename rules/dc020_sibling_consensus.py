@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from driftcheck.model import Family, Finding, Site
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .base import Example, Judgement, Rule, Sibling, drift, enumerates_family, site_finding, subject
+from driftcheck.families import covered_members, enumerates
+from driftcheck.model import Family, Finding, Site, Universe
+
+from .base import Example, Judgement, Rule, RunIndex, drift, site_finding, subject
+
+if TYPE_CHECKING:
+    from driftcheck.fix.plan import FileContext, Rewrite, SiteJob
 
 
 class SiblingConsensus(Rule):
@@ -115,18 +122,61 @@ the import is added where missing. The fix states the backends it flips.
         ),
     ]
 
+    def __init__(self) -> None:
+        self.siblings: dict[str, list[Sibling]] = {}
+
+    def prepare(self, run: RunIndex) -> None:
+        """Group the sites of model files (files with the model marker) by role.
+
+        In path order: the first sibling is the one a message cites, and the scans come in
+        the order files came back (cache hits first, then the workers' completion order), so
+        a warm run would otherwise cite another sibling than a cold one."""
+        self.siblings = {}
+        for path, scan in sorted(run.scans.items()):
+            if not scan.entry_classes:
+                continue
+            for site in scan.sites:
+                key = sibling_key(site)
+                if key is None:
+                    continue
+                universe = run.universe_of(site)
+                self.siblings.setdefault(key, []).append(
+                    Sibling(
+                        path,
+                        site.symbol,
+                        site.span.line,
+                        covered_members(site, universe),
+                        site.helpers,
+                        universe.key,
+                    )
+                )
+
+    def siblings_of(self, site: Site) -> tuple[Sibling, ...]:
+        """The sites of other model files playing the same role as ``site``."""
+        key = sibling_key(site)
+        if key is None:
+            return ()
+        return tuple(
+            s
+            for s in self.siblings.get(key, ())
+            if s.path != site.path and s.universe == site.universe
+        )
+
     def check(self, site: Site, judgement: Judgement) -> list[Finding]:
         """Report a site that covers less of a family than its siblings say it should."""
         findings: list[Finding] = []
         universe = judgement.universe
+        siblings = self.siblings_of(site)
+        if not siblings:
+            return []
         for family in universe.families:
-            if enumerates_family(site, family, judgement.min_overlap) and site.form != "single":
+            if site.form != "single" and enumerates(site, family, universe, judgement.min_overlap):
                 continue  # DC001/DC003 already judge this site against the family
             present, missing, extra = drift(site, family, universe)
             missing = tuple(m for m in missing if m not in judgement.allowed_missing)
             if not missing or not set(present) & family.member_set:
                 continue
-            evidence = _evidence(family, judgement)
+            evidence = _evidence(family, universe, siblings, judgement.min_overlap)
             if evidence is None:
                 continue
             findings.append(
@@ -140,14 +190,46 @@ the import is added where missing. The fix states the backends it flips.
                     message=f"{subject(site)} tests {', '.join(present)} where {evidence}; missing {', '.join(missing)}",
                 )
             )
+            break  # one finding per site: the first family the siblings speak for
         return findings
+
+    def plan_fix(self, ctx: FileContext, job: SiteJob, style: str) -> Rewrite:
+        """Do what the sibling does, whatever the style: call the canonical helper."""
+        from driftcheck.fix.flips import site_receivers
+        from driftcheck.fix.helper import plan_helper
+
+        return plan_helper(ctx, job, frozenset(site_receivers(job.site, ctx.universe)))
+
+
+@dataclass(frozen=True)
+class Sibling:
+    """A site in another model file that plays the same role (same attribute, same method)."""
+
+    path: str
+    symbol: str
+    line: int
+    members: frozenset[str]
+    helpers: tuple[str, ...]
+    universe: str = ""
+
+
+GENERIC_ROLES = {"", "__init__", "forward", "__call__", "main", "run", "apply"}
+
+
+def sibling_key(site: Site) -> str | None:
+    """The role a site plays, comparable across model files (None when too generic)."""
+    if site.kind != "property" or site.role in GENERIC_ROLES:
+        return None
+    return f"{site.context if site.context == 'return' else 'value'}:{site.role}"
 
 
 def _where(sibling: Sibling) -> str:
     return f"{sibling.path.rsplit('/', 1)[-1]}:{sibling.line} ({sibling.symbol})"
 
 
-def _evidence(family: Family, judgement: Judgement) -> str | None:
+def _evidence(
+    family: Family, universe: Universe, siblings: tuple[Sibling, ...], min_overlap: int
+) -> str | None:
     """Why the siblings say this site should cover the family, or None when they do not.
 
     A sibling that calls the helper, lists the whole family, or enumerates the family (names
@@ -155,15 +237,13 @@ def _evidence(family: Family, judgement: Judgement) -> str | None:
     evidence: once the siblings follow the helper, this site is the one copy that does not.
     Judging against what the siblings will be after their own fixes keeps ``--fix`` convergent.
     """
-    for sibling in judgement.siblings:
+    for sibling in siblings:
         if family.name in sibling.helpers:
-            return f"its sibling {_where(sibling)} calls {family.name}()"
-    for sibling in judgement.siblings:
+            return f"its sibling {_where(sibling)} calls {family.call_text()}"
+    for sibling in siblings:
         if family.member_set <= sibling.members:
             return f"its sibling {_where(sibling)} lists all {len(family.members)}"
-    enumerating = [
-        s for s in judgement.siblings if len(s.members & family.member_set) >= judgement.min_overlap
-    ]
+    enumerating = [s for s in siblings if len(s.members & family.member_set) >= min_overlap]
     if enumerating:
         best = max(enumerating, key=lambda s: (len(s.members & family.member_set), s.path))
         files = len({s.path for s in enumerating})
@@ -172,6 +252,6 @@ def _evidence(family: Family, judgement: Judgement) -> str | None:
         )
         return (
             f"its sibling {_where(best)}{others} enumerate{'s' if files == 1 else ''} "
-            f"{family.label} backends"
+            f"{family.label or family.name} {universe.noun}"
         )
     return None

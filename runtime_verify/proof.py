@@ -80,27 +80,26 @@ def missing_first(members: tuple[str, ...], order: tuple[str, ...]) -> tuple[str
 
 
 def find_site(result: CheckResult, finding: Finding) -> Site | None:
-    """The site a finding was reported on."""
-    scan = result.scans.get(finding.path)
-    if scan is None:
-        return None
-    return next((s for s in scan.sites if s.span == finding.span), None)
+    """The site a finding was reported on (the finding carries it)."""
+    return finding.site
 
 
 def declared_exemptions(
     site: Site, finding: Finding, family: Family, result: CheckResult
 ) -> tuple[str, ...]:
     """Members of the site's raw drift the finding leaves out: accepted by a suppression or policy."""
-    assert result.universe is not None
-    _, raw_missing, _ = drift(site, family, result.universe)
+    universe = result.universes.get(site.universe, result.universe)
+    assert universe is not None
+    _, raw_missing, _ = drift(site, family, universe)
     return tuple(m for m in raw_missing if m not in finding.missing)
 
 
 def prove(result: CheckResult, finding: Finding) -> SiteProof:
     """Build the truth table of ``finding``'s site before and after ``finding.fix`` and judge it."""
-    universe, loaded = result.universe, result.loaded
-    assert universe is not None and loaded is not None, "prove() needs a run with a universe"
     site = find_site(result, finding)
+    loaded = result.loaded_for(site.universe) if site is not None else result.loaded
+    assert loaded is not None, "prove() needs a run with a universe"
+    universe = result.universes.get(loaded.universe.key, loaded.universe)
     family = universe.family(finding.canonical)
     if site is None or family is None:
         return SiteProof(finding, site, "unproven", "the finding's site is not in this run's scan")

@@ -14,13 +14,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from driftcheck.rules.base import drift, enumerates_family
+from driftcheck.rules.base import drift
 
 from driftcheck.engine import CheckResult, check
+from driftcheck.families import family_for
 from driftcheck.interpret import Unproven
-from driftcheck.model import Family, Finding, Site, Span
-from driftcheck.receivers import call_name
+from driftcheck.model import Family, Finding, Site, Span, Universe
 from driftcheck.scan import decode_source
+from driftcheck.sites.names import call_name
 
 from .site_code import parse_source, site_code, span_of
 from .truth_table import evaluate_member
@@ -52,13 +53,18 @@ def _qualified_calls(tree: ast.Module, helper: str) -> Iterator[tuple[str, ast.C
 
 
 def family_tests(
-    tree: ast.Module, sites: Sequence[Site], family: Family, min_overlap: int, path: str
+    tree: ast.Module,
+    sites: Sequence[Site],
+    family: Family,
+    min_overlap: int,
+    path: str,
+    universe: Universe,
 ) -> list[FamilyTest]:
     """Every family test in one module, in source order."""
     tests = [
         FamilyTest(path, site.symbol, site.span, site)
         for site in sites
-        if enumerates_family(site, family, min_overlap)
+        if site.form != "single" and family_for(site, universe, min_overlap) == family
     ]
     spans = [site.span for site in sites]
     for symbol, call in _qualified_calls(tree, family.name):
@@ -111,8 +117,14 @@ class SiteRegistry:
             raise AssertionError(
                 f"{path} is not a Python file driftcheck checked under {self.result.root}"
             )
+        assert self.result.universe is not None
         found = family_tests(
-            self.tree(path), scan.sites, family, self.result.config.min_overlap, path
+            self.tree(path),
+            scan.sites,
+            family,
+            self.result.config.min_overlap,
+            path,
+            self.result.universe,
         )
         return [t for t in found if t.symbol == symbol]
 
@@ -130,6 +142,7 @@ class SiteRegistry:
                             family,
                             self.result.config.min_overlap,
                             path,
+                            self.result.universe,  # type: ignore[arg-type]
                         )
                     )
                 except (Unproven, OSError, UnicodeDecodeError, SyntaxError):

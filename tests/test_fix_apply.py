@@ -112,7 +112,9 @@ def test_a_rewrite_whose_computed_flips_differ_from_the_finding_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = tree_with(tmp_path, IMPORT + DRIFTING)
-    real_plan = apply_module.plan_minimal
+    from driftcheck.fix import minimal
+
+    real_plan = minimal.plan_minimal
 
     def plan_with_an_extra_member(ctx, job, receivers):  # type: ignore[no-untyped-def]
         rewrite = real_plan(ctx, job, receivers)
@@ -120,7 +122,7 @@ def test_a_rewrite_whose_computed_flips_differ_from_the_finding_is_refused(
         primary = Replacement(rewrite.primary.start, rewrite.primary.end, wrong)
         return apply_module.replace(rewrite, after=wrong, primary=primary)
 
-    monkeypatch.setattr(apply_module, "plan_minimal", plan_with_an_extra_member)
+    monkeypatch.setattr(minimal, "plan_minimal", plan_with_an_extra_member)
     result = check([root / EXAMPLE], use_cache=False)
     findings = attach_fixes(result, result.findings, "minimal")
     assert [f.fix_refusal for f in findings] == [

@@ -12,11 +12,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from driftcheck.rules import CATALOGUE
 
 from driftcheck.cli import main
 from driftcheck.engine import check
-from driftcheck.fix.apply import FIXABLE_CODES, apply_fixes, attach_fixes
+from driftcheck.fix.apply import apply_fixes, attach_fixes
 from driftcheck.model import Finding
+
+FIXABLE_CODES = {code for code, rule in CATALOGUE.items() if rule.fixable()}
 
 pytestmark = pytest.mark.corpus
 

@@ -93,16 +93,16 @@ def test_site_spans_are_the_generated_expressions(case: Case) -> None:
     """Every generated site (drifting or not) is found at exactly its span."""
     from driftcheck.prefilter import build_prefilter
     from driftcheck.project import discover_project
-    from driftcheck.scan import scan_bytes
+    from driftcheck.scan import ScanSpec, scan_bytes
     from driftcheck.universe import load_universe
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "tree"
         written = case.write(root)
         universe = load_universe(root, discover_project([root]).config).universe
-        prefilter = build_prefilter(universe)
+        spec = ScanSpec((universe,), build_prefilter(universe))
         for rel, spans in written.spans.items():
-            scan = scan_bytes(rel, (root / rel).read_bytes(), universe, prefilter)
+            scan = scan_bytes(rel, (root / rel).read_bytes(), spec)
             found = {(s.span.line, s.span.col, s.span.end_line, s.span.end_col) for s in scan.sites}
             assert {span[:4] for span in spans} <= found
 

@@ -20,21 +20,24 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from driftcheck.engine import CheckResult
-from driftcheck.model import Finding, Fix, Problem, Site
+from driftcheck.model import Finding, Fix, Problem
 from driftcheck.project import module_name_of
 from driftcheck.rules.base import drift
 
-from .flips import Change, FlipError, compute_change, site_receivers
-from .helper import plan_helper
+from .flips import Change, FlipError, compute_change
 from .imports import import_edit, import_statement
-from .minimal import plan_minimal
 from .plan import FileContext, Refusal, Replacement, Rewrite, SiteJob
-from .redundant import plan_removal
 from .text import LineIndex, read_source
 from .unused import unused_receiver_edits
 from .write import WriteError, compiles, unified_diff, write_atomically
 
-FIXABLE_CODES = ("DC001", "DC003", "DC005", "DC020")
+
+def fixable(finding: Finding) -> bool:
+    """Whether ``finding``'s rule offers a fix (its examples say so) and it has a site."""
+    from driftcheck.rules import CATALOGUE
+
+    rule = CATALOGUE.get(finding.code)
+    return rule is not None and rule.fixable() and finding.site is not None
 
 
 @dataclass
@@ -67,7 +70,7 @@ def attach_fixes(result: CheckResult, findings: list[Finding], style: str) -> li
     out = list(findings)
     by_path: dict[str, list[int]] = defaultdict(list)
     for index, finding in enumerate(findings):
-        if finding.code in FIXABLE_CODES and (finding.missing or finding.code == "DC005"):
+        if fixable(finding):
             by_path[finding.path].append(index)
     for rel, indexes in by_path.items():
         for index, fix, refusal in _plan_file(result, rel, [findings[i] for i in indexes], style):
@@ -88,42 +91,37 @@ def _plan_file(
             (i, None, "the file changed since it was checked; run again")
             for i in range(len(findings))
         ]
-    assert result.universe is not None and result.loaded is not None
-    ctx = FileContext(
-        rel=rel,
-        source=source,
-        universe=result.universe,
-        scope=result.loaded.scope,
-        module_name=module_name_of(result.root, result.root / rel),
-        root=result.root,
-        all_files=tuple(result.scans),
-    )
+    from driftcheck.rules import CATALOGUE
+
     outcomes: dict[int, tuple[Fix | None, str | None]] = {}
     planned: list[tuple[int, SiteJob, Rewrite]] = []
+    contexts: dict[str, FileContext] = {}
+    ctx: FileContext | None = None
     for index, finding in enumerate(findings):
         try:
-            job = _job(result, scan.sites, finding)
+            job = _job(result, finding)
+            ctx = contexts.get(job.site.universe) or _context(
+                result, rel, source, job.site.universe
+            )
+            contexts[job.site.universe] = ctx
             policy = result.config.policy_for(finding.path, finding.symbol)
             chosen = policy.fix_style if policy is not None and policy.fix_style else style
-            receivers = frozenset(site_receivers(job.site, ctx.universe))
-            plan = plan_helper if chosen == "helper" else plan_minimal
-            if finding.code == "DC020":
-                plan = plan_helper  # do what the sibling does: call the canonical helper
-            if finding.code == "DC005":
-                plan = plan_removal
-            planned.append((index, job, plan(ctx, job, receivers)))
+            rule = CATALOGUE[finding.code]()
+            planned.append((index, job, rule.plan_fix(ctx, job, chosen)))
         except Refusal as exc:
             outcomes[index] = (None, str(exc))
         except (SyntaxError, ValueError, RecursionError) as exc:  # parsing the whole module
             outcomes[index] = (None, f"cannot parse the file: {exc}")
         except Exception as exc:  # a planning bug must neither stop the run nor touch the file
             outcomes[index] = (None, _bug(exc))
+    if ctx is None:
+        return [(i, *outcomes[i]) for i in range(len(findings))]
     planned = _drop_overlaps(planned, outcomes, ctx)
     checked: list[tuple[int, SiteJob, Rewrite]] = []
     changes: dict[int, Change] = {}
     for index, job, rewrite in planned:
         try:
-            changes[index] = _checked_change(ctx, job, rewrite)
+            changes[index] = _checked_change(contexts[job.site.universe], job, rewrite)
             checked.append((index, job, rewrite))
         except Refusal as exc:
             outcomes[index] = (None, str(exc))
@@ -147,13 +145,28 @@ def _bug(exc: Exception) -> str:
     return f"driftcheck bug while planning the fix ({type(exc).__name__}: {exc}); please report it"
 
 
-def _job(result: CheckResult, sites: list[Site], finding: Finding) -> SiteJob:
-    assert result.universe is not None
-    site = next((s for s in sites if s.span == finding.span), None)
-    family = result.universe.family(finding.canonical)
-    if site is None or family is None:
+def _context(result: CheckResult, rel: str, source, key: str) -> FileContext:  # type: ignore[no-untyped-def]
+    loaded = result.loaded_for(key)
+    assert loaded is not None
+    return FileContext(
+        rel=rel,
+        source=source,
+        universe=result.universes.get(key, loaded.universe),
+        scope=loaded.scope,
+        module_name=module_name_of(result.root, result.root / rel),
+        root=result.root,
+        all_files=tuple(result.scans),
+    )
+
+
+def _job(result: CheckResult, finding: Finding) -> SiteJob:
+    site = finding.site
+    universe = result.universes.get(site.universe) if site is not None else None
+    universe = universe or result.universe
+    family = universe.family(finding.canonical) if universe is not None else None
+    if site is None or family is None or universe is None:
         raise Refusal("the finding's enumeration was not found in the scan")
-    _, raw_missing, _ = drift(site, family, result.universe)
+    _, raw_missing, _ = drift(site, family, universe)
     allowed = frozenset(raw_missing) - frozenset(finding.missing)
     return SiteJob(finding, site, family, allowed)
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from driftcheck.model import Site
-from driftcheck.receivers import call_name
+from driftcheck.sites.names import call_name
 
 from .chain import Chain, site_chain
 from .cstfragment import CstFragment, replace_nodes

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 
-from driftcheck.receivers import call_name
+from driftcheck.sites.names import call_name
 
 from .plan import FileContext, Replacement, Rewrite
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Sequence
 
-from .receivers import terminal_name
+from .names import terminal_name
 
 WARNING_CALLS = {"warning", "warn", "error", "critical", "exception"}
 

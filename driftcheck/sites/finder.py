@@ -1,0 +1,355 @@
+"""Walk one parsed module and collect its sites, for every universe of the run at once.
+
+The walk keeps, per universe, the receivers in scope (module, class, function), the
+constants holding members, the guards enclosing each statement and each expression's parent;
+:mod:`.build` recognises the sites, :mod:`.context` says where their value goes and
+:mod:`.classify` what kind of enumeration they are. ``hot_lines`` (from the prefilter) prunes
+statements that hold no token of any universe.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from ..model import Site, Universe
+from .build import Shape, SiteBuilder, make_site
+from .classify import classify
+from .context import Function, site_context
+from .receivers import (
+    ReceiverScope,
+    annotated_params,
+    collect_aliases,
+    collect_holder_aliases,
+    collect_self_attrs,
+    derives_from_holder,
+    holder_params,
+)
+from .terms import member_constants
+
+
+@dataclass
+class Lens:
+    """One universe as the walk sees it at one point: its builder, receivers and constants."""
+
+    builder: SiteBuilder
+    scope: ReceiverScope
+    constants: dict[str, frozenset[str]]
+
+
+class SiteFinder:
+    """Walks one module and collects its :class:`Site` objects."""
+
+    def __init__(
+        self,
+        universes: Sequence[Universe],
+        source: str,
+        tree: ast.Module,
+        path: str,
+        hot_lines: Sequence[int] | None = None,
+    ) -> None:
+        self.universes = list(universes)
+        self.source = source
+        # bytes.splitlines breaks only at \r\n, \r and \n, as Python's tokenizer does;
+        # str.splitlines also breaks at \f, \v, \x85, \u2028... and shifts every line after
+        self.lines = source.encode("utf-8").splitlines(keepends=True)
+        self.hot_lines = sorted(hot_lines) if hot_lines is not None else None
+        self.tree = tree
+        self.path = path
+        self.sites: list[Site] = []
+        self._parents: dict[int, ast.AST] = {}
+        self._builders = [SiteBuilder(u) for u in self.universes]
+        self._getter_bytes = [
+            [g.encode() for g in (*u.getters, *u.holder_names)] for u in self.universes
+        ]
+
+    # -- walking --------------------------------------------------------------------------
+    def _hot(self, node: ast.AST) -> bool:
+        """Whether ``node`` spans a line holding a member token (prefilter pruning)."""
+        if self.hot_lines is None:
+            return True
+        start = getattr(node, "lineno", None)
+        if start is None:
+            return True
+        end = getattr(node, "end_lineno", None) or start
+        index = bisect.bisect_left(self.hot_lines, start)
+        return index < len(self.hot_lines) and self.hot_lines[index] <= end
+
+    def segment(self, node: ast.AST) -> str:
+        """The exact source text of ``node`` (``ast`` columns are UTF-8 byte offsets)."""
+        start, end = node.lineno - 1, (node.end_lineno or node.lineno) - 1  # type: ignore[attr-defined]
+        if start == end:
+            raw = self.lines[start][node.col_offset : node.end_col_offset]  # type: ignore[attr-defined]
+        else:
+            parts = [self.lines[start][node.col_offset :]]  # type: ignore[attr-defined]
+            parts.extend(self.lines[start + 1 : end])
+            parts.append(self.lines[end][: node.end_col_offset])  # type: ignore[attr-defined]
+            raw = b"".join(parts)
+        return raw.decode("utf-8", errors="replace")
+
+    def find(self) -> list[Site]:
+        """All sites in the module, in source order."""
+        module_level = [
+            s
+            for s in self.tree.body
+            if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        ]
+        lenses = []
+        for builder in self._builders:
+            scope = ReceiverScope(builder.universe)
+            scope.module_names = collect_aliases(module_level, scope)
+            constants = member_constants(self.tree.body, builder.universe)
+            lenses.append(Lens(builder, scope, constants))
+        self._visit_body(self.tree.body, [], lenses, None, (), None)
+        self.sites.sort(key=lambda s: (s.span.line, s.span.col))
+        return self.sites
+
+    def _class_lenses(self, cls: ast.ClassDef, lenses: list[Lens]) -> list[Lens]:
+        out = []
+        for index, lens in enumerate(lenses):
+            universe = lens.builder.universe
+            scope = ReceiverScope(universe, set(), set(), set(lens.scope.module_names))
+            scope.holder_self = derives_from_holder(cls, universe)
+            if self._mentions(cls, self._getter_bytes[index]):
+                scope.self_attrs = collect_self_attrs(cls, scope)
+            out.append(Lens(lens.builder, scope, lens.constants))
+        return out
+
+    def _function_lenses(self, func: Function, lenses: list[Lens]) -> list[Lens]:
+        out = []
+        for lens in lenses:
+            universe = lens.builder.universe
+            scope = lens.scope.child()
+            scope.local_names = annotated_params(func, universe)
+            scope.local_names |= collect_aliases(func.body, scope)
+            scope.holder_locals = holder_params(func, universe)
+            if universe.holders or universe.holder_names:
+                scope.holder_locals |= collect_holder_aliases(func.body, scope)
+            constants = {**lens.constants, **_function_constants(func, universe)}
+            out.append(Lens(lens.builder, scope, constants))
+        return out
+
+    def _visit_body(
+        self,
+        body: list[ast.stmt],
+        qualname: list[str],
+        lenses: list[Lens],
+        func: Function | None,
+        guards: tuple[ast.expr, ...],
+        parent_if: ast.If | None,
+    ) -> None:
+        for stmt in body:
+            if not self._hot(stmt):
+                continue
+            if isinstance(stmt, ast.ClassDef):
+                inner = self._class_lenses(stmt, lenses)
+                self._visit_body(stmt.body, [*qualname, stmt.name], inner, None, (), None)
+                continue
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                inner = self._function_lenses(stmt, lenses)
+                for default in [*stmt.args.defaults, *stmt.args.kw_defaults]:
+                    if default is not None:
+                        self._visit_expr_tree(default, stmt, qualname, lenses, func, (), None)
+                self._visit_body(stmt.body, [*qualname, stmt.name], inner, stmt, (), None)
+                continue
+            self._visit_statement(stmt, qualname, lenses, func, guards, parent_if)
+
+    def _visit_statement(
+        self,
+        stmt: ast.stmt,
+        qualname: list[str],
+        lenses: list[Lens],
+        func: Function | None,
+        guards: tuple[ast.expr, ...],
+        parent_if: ast.If | None,
+    ) -> None:
+        if isinstance(stmt, ast.Match):
+            self._visit_match(stmt, qualname, lenses, func)
+        inner_guards = (*guards, stmt.test) if isinstance(stmt, (ast.If, ast.While)) else guards
+        for field_name, value in ast.iter_fields(stmt):
+            if isinstance(value, ast.expr):
+                self._visit_expr_tree(value, stmt, qualname, lenses, func, guards, parent_if)
+            elif isinstance(value, list):
+                nested = [v for v in value if isinstance(v, ast.stmt)]
+                if nested:
+                    is_elif = (
+                        field_name == "orelse"
+                        and isinstance(stmt, ast.If)
+                        and len(nested) == 1
+                        and isinstance(nested[0], ast.If)
+                    )
+                    self._visit_body(
+                        nested, qualname, lenses, func,
+                        guards if is_elif else inner_guards, stmt if is_elif else None,  # type: ignore[arg-type]
+                    )  # fmt: skip
+                for item in value:
+                    if isinstance(item, ast.expr):
+                        self._visit_expr_tree(item, stmt, qualname, lenses, func, guards, parent_if)
+                    elif isinstance(item, (ast.ExceptHandler, ast.match_case)):
+                        if isinstance(item, ast.match_case) and item.guard is not None:
+                            self._visit_expr_tree(
+                                item.guard, stmt, qualname, lenses, func, guards, parent_if
+                            )
+                        self._visit_body(item.body, qualname, lenses, func, inner_guards, None)
+                    elif isinstance(item, ast.withitem):
+                        self._visit_expr_tree(
+                            item.context_expr, stmt, qualname, lenses, func, guards, parent_if
+                        )
+
+    def _visit_match(
+        self, stmt: ast.Match, qualname: list[str], lenses: list[Lens], func: Function | None
+    ) -> None:
+        for lens in lenses:
+            cases = lens.builder.match_cases(stmt, lens.scope)
+            listing = [c for c in cases if c[1].terms]
+            for case, shape in cases:
+                members = set().union(*(t.members for t in shape.terms))
+                if len(members) < 2 and len(listing) < 2:
+                    continue
+                kind = "dispatch" if len(listing) > 1 else "property"
+                site = make_site(
+                    shape,
+                    case.pattern,
+                    path=self.path,
+                    symbol=".".join(qualname) or "<module>",
+                    context="match",
+                    role=func.name if func else "",
+                    enumerator=None,
+                    segment=self.segment,
+                    statement_line=stmt.lineno,
+                    universe=lens.builder.universe.key,
+                )
+                self.sites.append(replace(site, kind=kind))  # type: ignore[arg-type]
+
+    def _visit_expr_tree(
+        self,
+        root: ast.expr,
+        stmt: ast.stmt,
+        qualname: list[str],
+        lenses: list[Lens],
+        func: Function | None,
+        guards: tuple[ast.expr, ...],
+        parent_if: ast.If | None,
+    ) -> None:
+        stack: list[tuple[ast.AST, ast.AST]] = [(root, stmt)]
+        while stack:
+            node, parent = stack.pop()
+            self._parents[id(node)] = parent
+            if isinstance(node, ast.Lambda):
+                continue
+            if isinstance(node, (ast.BoolOp, ast.UnaryOp, ast.Compare, ast.Call, ast.Attribute)):
+                for lens in lenses:
+                    shape = lens.builder.shape(node, lens.scope, lens.constants)  # type: ignore[arg-type]
+                    if shape is not None:
+                        self._add(shape, node, stmt, qualname, lens, func, guards, parent_if)
+            children = [
+                c for c in ast.iter_child_nodes(node) if self._hot(c) or not hasattr(c, "lineno")
+            ]
+            stack.extend((child, node) for child in reversed(children))
+
+    def _add(
+        self,
+        shape: Shape,
+        node: ast.expr,
+        stmt: ast.stmt,
+        qualname: list[str],
+        lens: Lens,
+        func: Function | None,
+        guards: tuple[ast.expr, ...],
+        parent_if: ast.If | None,
+    ) -> None:
+        context, role = site_context(node, stmt, func, self._parents)
+        whole_return = isinstance(stmt, ast.Return) and stmt.value is node
+        enumerator = (
+            func.name if (func is not None and context == "return" and whole_return) else None
+        )
+        site = make_site(
+            shape,
+            node,
+            path=self.path,
+            symbol=".".join(qualname) or "<module>",
+            context=context,
+            role=role,
+            enumerator=enumerator,
+            segment=self.segment,
+            statement_line=stmt.lineno,
+            universe=lens.builder.universe.key,
+        )
+        kind = self._classify(node, stmt, lens, guards, parent_if)
+        self.sites.append(replace(site, kind=kind))  # type: ignore[arg-type]
+
+    def _ancestors(self, node: ast.AST, stmt: ast.stmt) -> list[ast.AST]:
+        chain: list[ast.AST] = []
+        parent = self._parents.get(id(node))
+        while parent is not None and parent is not stmt:
+            chain.append(parent)
+            parent = self._parents.get(id(parent))
+        return list(reversed(chain))
+
+    def _classify(
+        self,
+        node: ast.expr,
+        stmt: ast.stmt,
+        lens: Lens,
+        guards: tuple[ast.expr, ...],
+        parent_if: ast.If | None,
+    ) -> str:
+        universe = lens.builder.universe
+
+        def is_backend_term(sub: ast.expr) -> bool:
+            reader = lens.builder.reader
+            term = (
+                reader.term(sub, lens.scope, lens.constants) if isinstance(sub, ast.expr) else None
+            )
+            return term is not None and term.kind != "helper"
+
+        def is_other_backend_test(sub: ast.expr) -> bool:
+            if not (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute)):
+                return False
+            if not sub.func.attr.startswith("is_") or sub.func.attr in universe.predicates:
+                return False
+            receiver = sub.func.value
+            if lens.scope.is_receiver(receiver):
+                return False
+            text = ast.unparse(receiver).lower()
+            return "runner" in text or "backend" in text
+
+        return classify(
+            node,
+            stmt,
+            self._ancestors(node, stmt),
+            guards,
+            parent_if,
+            is_backend_term,
+            is_other_backend_test,
+        )
+
+    def _mentions(self, cls: ast.ClassDef, names: list[bytes]) -> bool:
+        """Cheap text test before walking a class for ``self.x = get_backend()``."""
+        start, end = cls.lineno - 1, cls.end_lineno or cls.lineno
+        text = b"".join(self.lines[start:end])
+        return any(name in text for name in names)
+
+
+def _function_constants(func: Function, universe: Universe) -> dict[str, frozenset[str]]:
+    found: dict[str, frozenset[str]] = {}
+    for node in ast.walk(func):
+        if isinstance(node, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef)):
+            found.update(member_constants(getattr(node, "body", []), universe))
+    found.update(member_constants(func.body, universe))
+    return found
+
+
+def find_sites(
+    universes: Universe | Sequence[Universe],
+    source: str,
+    tree: ast.Module,
+    path: str,
+    hot_lines: Sequence[int] | None = None,
+) -> list[Site]:
+    """All sites in a parsed module (``hot_lines`` prunes statements without tokens)."""
+    if isinstance(universes, Universe):
+        universes = [universes]
+    return SiteFinder(universes, source, tree, path, hot_lines).find()

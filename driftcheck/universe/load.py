@@ -1,0 +1,283 @@
+"""Build a run's universes and families from the configured canonical predicates.
+
+Each canonical is located (:mod:`.locate`), its domain found (:mod:`.domain`), and the
+universe that domain defines built once (:mod:`.vocabulary`); the canonical's members are
+then interpreted per member. Canonicals over the same setting share one universe. A canonical
+that cannot be found does not stop the run: it becomes a warning, and when no canonical of a
+universe is left, its families are inferred from the tree's hand-written copies (the judge
+does that, from the sites). The universe then comes from the configured ``enum``, or the
+enum defined in the canonical's module.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ..config import Canonical, Config
+from ..interpret import Interpreter, Scope, Unproven, member_truths
+from ..model import Family, Universe
+from .domain import Domain, find_domain
+from .enums import is_enum_class
+from .locate import Located, locate
+from .source import ModuleSource, SourceIndex, UniverseError
+from .vocabulary import Vocabulary, build_vocabulary, truth_summary
+
+SITE_FUNCTION = "<canonical>"  # a key no source code can call
+
+
+@dataclass
+class LoadedUniverse:
+    """A :class:`Universe` plus the syntax it was read from (for the truth-table engine)."""
+
+    universe: Universe
+    module: ModuleSource
+    enum_class: ast.ClassDef | None
+    scope: Scope
+    files: tuple[Path, ...]
+
+
+@dataclass
+class Loaded:
+    """Every universe of a run, the files defining them, and what could not be loaded."""
+
+    universes: list[LoadedUniverse] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    missing: list[UniverseError] = field(default_factory=list)  # canonicals not found
+
+    @property
+    def primary(self) -> LoadedUniverse | None:
+        """The first configured canonical's universe (the one single-universe callers use)."""
+        return self.universes[0] if self.universes else None
+
+    @property
+    def files(self) -> tuple[Path, ...]:
+        """Files defining some universe or family: a change to one re-checks the tree."""
+        return tuple(dict.fromkeys(f for u in self.universes for f in u.files))
+
+
+def _noun(name: str) -> str:
+    return "backends" if "backend" in name.lower() else "members"
+
+
+def _universe_name(domain: Domain) -> str:
+    if domain.enum_class is not None:
+        return domain.enum_class.name
+    holder = domain.holder.name if domain.holder is not None else "setting"
+    return f"{holder}.{domain.setting}" if domain.setting else holder
+
+
+class _Builder:
+    """Universes by domain key, built on first use."""
+
+    def __init__(self, root: Path, config: Config) -> None:
+        self.root = root
+        self.config = config
+        self.index = SourceIndex(root)
+        self.by_key: dict[str, tuple[Domain, Vocabulary, list[Family], list[Path]]] = {}
+        self.order: list[str] = []
+
+    def universe_for(self, domain: Domain, extra: ModuleSource | None) -> str:
+        key = domain.key
+        if key not in self.by_key:
+            modules = [
+                m for m in (domain.enum_module, domain.holder_module, extra) if m is not None
+            ]
+            modules = list({id(m): m for m in modules}.values())
+            vocabulary = build_vocabulary(self.index, domain, modules, self.config.value_attributes)
+            if len(vocabulary.members) < 2:
+                where = domain.enum_module or domain.holder_module or extra
+                assert where is not None
+                raise UniverseError(
+                    self.index.rel(where.path),
+                    f"{_universe_name(domain)} has fewer than two members",
+                    (domain.enum_class or domain.holder).lineno
+                    if (domain.enum_class or domain.holder)
+                    else None,
+                )
+            self.by_key[key] = (domain, vocabulary, [], [m.path for m in modules])
+            self.order.append(key)
+        elif extra is not None:
+            _, vocabulary, _, files = self.by_key[key]
+            if extra.path not in files:
+                files.append(extra.path)
+                vocabulary.scope.functions = {**extra.functions, **vocabulary.scope.functions}
+        return key
+
+    def family(self, canonical: Canonical, located: Located, key: str) -> Family:
+        _, vocabulary, _, _ = self.by_key[key]
+        scope = vocabulary.scope
+        values = tuple(m.value for m in vocabulary.members)
+        try:
+            table = self._table(scope, located, values)
+        except Unproven as exc:
+            raise UniverseError(
+                self.index.rel(located.module.path),
+                f"canonical predicate {located.qualname} is outside what driftcheck can "
+                f"interpret: {exc.construct}",
+                exc.line or located.line,
+            ) from exc
+        accepted, conditions = truth_summary(table)
+        ordered = [v for v in _source_order(located, vocabulary) if v in accepted]
+        ordered += [v for v in values if v in accepted and v not in ordered]
+        access = {
+            "function": "function",
+            "staticmethod": "function",
+            "classmethod": "function",
+        }.get(located.kind, located.kind)
+        return Family(
+            name=located.name,
+            qualified=f"{located.module.name}:{located.qualname}",
+            path=self.index.rel(located.module.path),
+            line=located.line,
+            members=tuple(ordered),
+            label=canonical.label or self.config.label or located.name,
+            access=access,
+            owner=located.owner.name if located.owner is not None else "",
+            universe=_universe_name(self.by_key[key][0]),
+            conditions=conditions,
+        )
+
+    def _table(self, scope: Scope, located: Located, values: tuple[str, ...]):
+        if located.kind == "constant":
+            assert located.value is not None
+            return member_truths(
+                scope,
+                values,
+                lambda interp: _constant_truth(interp, located.value),  # type: ignore[arg-type]
+            )
+        assert located.function is not None
+        if located.kind in ("method", "property") and located.owner is not None:
+            if located.owner.name == scope.enum_name:
+                return member_truths(scope, values, lambda interp: interp.method(located.name))
+            return member_truths(
+                scope,
+                values,
+                lambda interp: interp.method(located.name, located.owner.name),  # type: ignore[union-attr]
+            )
+        local = replace(scope, functions={**scope.functions, SITE_FUNCTION: located.function})
+        return member_truths(local, values, lambda interp: interp.call_function(SITE_FUNCTION))
+
+
+def _constant_truth(interp: Interpreter, value: ast.expr) -> bool:
+    collection = interp.value(value)
+    if not isinstance(collection, frozenset):
+        raise Unproven("the constant is not a collection of members")
+    return interp.member in collection
+
+
+def _source_order(located: Located, vocabulary: Vocabulary) -> list[str]:
+    """Members in the order the canonical's body mentions them (stable, readable output)."""
+    node: ast.AST | None = located.function or located.value
+    if node is None:
+        return []
+    by_attr = {m.attr: m.value for m in vocabulary.members}
+    by_value = {m.value for m in vocabulary.members}
+    order: list[str] = []
+    mentions: list[tuple[int, int, list[str]]] = []
+    for sub in ast.walk(node):
+        found: list[str] = []
+        if isinstance(sub, ast.Attribute):
+            pred = vocabulary.predicates.get(sub.attr)
+            if pred is not None:
+                found = [m.value for m in vocabulary.members if m.value in pred.members]
+            elif sub.attr in by_attr:
+                found = [by_attr[sub.attr]]
+        elif isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value in by_value:
+            found = [sub.value]
+        if found:
+            mentions.append((getattr(sub, "lineno", 0), getattr(sub, "col_offset", 0), found))
+    for _, _, found in sorted(mentions, key=lambda m: (m[0], m[1])):
+        order.extend(v for v in found if v not in order)
+    return order
+
+
+def _fallback_domain(index: SourceIndex, config: Config, modules: list[str]) -> Domain | None:
+    """The universe when no canonical can be found: ``enum`` from the configuration, else the
+    enum defined in a canonical's module."""
+    if config.enum:
+        dotted, _, name = config.enum.partition(":")
+        module = index.module(dotted)
+        if module is not None and name in module.classes:
+            return Domain(module, module.classes[name])
+    for dotted in modules:
+        module = index.module(dotted)
+        if module is None:
+            continue
+        for cls in module.classes.values():
+            if is_enum_class(cls, module):
+                return Domain(module, cls)
+    return None
+
+
+def load_universes(root: Path, config: Config) -> Loaded:
+    """Build every universe and family the configuration names."""
+    builder = _Builder(root, config)
+    loaded = Loaded()
+    missing: list[str] = []
+    failures: list[UniverseError] = []
+    for canonical in config.canonicals:
+        try:
+            located = locate(builder.index, canonical.predicate)
+        except UniverseError as exc:
+            failures.append(exc)
+            missing.append(canonical.predicate.partition(":")[0])
+            continue
+        domain = find_domain(builder.index, located)
+        key = builder.universe_for(domain, located.module)
+        family = builder.family(canonical, located, key)
+        builder.by_key[key][2].append(family)
+        if located.module.path not in builder.by_key[key][3]:
+            builder.by_key[key][3].append(located.module.path)
+    if not builder.order:
+        domain = _fallback_domain(builder.index, config, missing)
+        if domain is None:
+            first = (
+                failures[0]
+                if failures
+                else UniverseError(str(root), "no canonical predicate configured")
+            )
+            raise UniverseError(
+                first.path,
+                f"{first.message}; and no enum to infer families over (configure "
+                '[tool.driftcheck] canonical = ["module:qualname"] or enum = "module:EnumClass"; '
+                "`driftcheck discover` lists candidates)",
+                first.line,
+            )
+        builder.universe_for(domain, None)
+    loaded.missing = failures
+    loaded.warnings.extend(
+        f"{exc.message}; families are inferred from the tree's hand-written copies instead"
+        for exc in failures
+    )
+    for key in builder.order:
+        domain, vocabulary, families, files = builder.by_key[key]
+        name = _universe_name(domain)
+        module = domain.enum_module or domain.holder_module
+        assert module is not None
+        universe = Universe(
+            enum_name=domain.enum_class.name if domain.enum_class is not None else "",
+            enum_path=builder.index.rel(module.path),
+            enum_module=module.name,
+            members=vocabulary.members,
+            predicates=vocabulary.predicates,
+            getters=vocabulary.getters,
+            families=tuple(families),
+            value_attributes=vocabulary.scope.value_attributes,
+            holders=frozenset(vocabulary.holders),
+            holder_names=vocabulary.holder_names | frozenset(config.receivers),
+            name=name,
+            noun=_noun(name),
+        )
+        loaded.universes.append(
+            LoadedUniverse(universe, module, domain.enum_class, vocabulary.scope, tuple(files))
+        )
+    return loaded
+
+
+def load_universe(root: Path, config: Config) -> LoadedUniverse:
+    """The primary universe (compatibility for single-universe callers and tests)."""
+    primary = load_universes(root, config).primary
+    assert primary is not None
+    return primary
