@@ -110,6 +110,12 @@ def _exit_code(result: CheckResult, findings: list[Finding], fail_on: str) -> in
     default=None,
     help="minimal: add the missing members (default); helper: call the canonical helper.",
 )
+@click.option(
+    "--create-helper",
+    is_flag=True,
+    help="With --fix/--diff and --fix-style helper: write the helper an inferred family "
+    "lacks (beside the enum) and make its copies call it.",
+)
 def check_command(
     paths: tuple[Path, ...],
     output_format: str,
@@ -127,6 +133,7 @@ def check_command(
     fix: bool,
     diff: bool,
     fix_style: str | None,
+    create_helper: bool,
 ) -> None:
     """Check PATHS (default: the current directory) for drifting backend enumerations."""
     baseline = None
@@ -163,6 +170,19 @@ def check_command(
         click.echo(f"Wrote {len(result.findings)} findings to {write_baseline_path}.", err=True)
         sys.exit(0)
     findings = result.findings
+    additions: dict[str, str] = {}
+    if create_helper:
+        if not (fix or diff) or (fix_style or result.config.fix_style) != "helper":
+            click.echo(
+                "error: --create-helper needs --fix or --diff, and --fix-style helper", err=True
+            )
+            sys.exit(2)
+        from .fix.create_helper import create_helpers
+
+        created = create_helpers(result, findings)
+        additions = created.additions
+        for note in [*created.refusals, *created.notes]:
+            click.echo(note, err=True)
     if fix or diff or output_format in ("json", "sarif"):
         from .fix.apply import attach_fixes
 
@@ -170,7 +190,7 @@ def check_command(
     if fix or diff:
         from .fix.apply import apply_fixes
 
-        outcome = apply_fixes(result, findings, write=fix and not diff)
+        outcome = apply_fixes(result, findings, write=fix and not diff, additions=additions)
         for note in outcome.notes:
             path, _, rest = note.partition(":")  # notes start with a canonical path
             click.echo(f"{result.project.display(path)}:{rest}", err=True)
@@ -260,32 +280,25 @@ def explain_command(code: str) -> None:
 
 
 @main.command("discover")
-@click.argument("path", type=click.Path(exists=True, path_type=Path), default=Path("."))
-def discover_command(path: Path) -> None:
-    """List functions that look like canonical family predicates (for [tool.driftcheck])."""
-    from .config import ConfigError
-    from .discover import discover
-    from .model import Problem
-    from .project import discover_project
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@config_option
+def discover_command(paths: tuple[Path, ...], config_path: Path | None) -> None:
+    """Propose each family of the tree: its helper and callers, or how to create one, and
+    which hand-written copies drift."""
+    from .discover import discover, render
 
-    problems: list[Problem] = []
-    try:
-        project = discover_project([path])
-    except ConfigError as exc:
-        click.echo(str(Problem(exc.path, exc.line, exc.message)), err=True)
-        sys.exit(2)
-    candidates = discover(project, [path], problems)
-    for candidate in candidates:
-        click.echo(
-            f"{candidate.qualified}  ({candidate.path}:{candidate.line})  "
-            f"{candidate.getter}(): {', '.join(candidate.methods)}"
-        )
-    for problem in problems:
-        click.echo(str(problem), err=True)
-    click.echo(
-        f"{len(candidates)} candidate predicate{'s' if len(candidates) != 1 else ''}.", err=True
+    result, proposals = discover(
+        list(paths) or [Path(".")],
+        config_path=config_path,
+        progress=lambda text: click.echo(text, err=True),
     )
-    sys.exit(2 if problems else 0)
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    for line in render(proposals):
+        click.echo(line)
+    for problem in result.problems:
+        click.echo(format_problem(problem, False, result.project.show(problem.path)), err=True)
+    sys.exit(2 if result.problems else 0)
 
 
 from .verify_cli import gen_test_command, verify_command  # noqa: E402

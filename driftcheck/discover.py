@@ -1,129 +1,179 @@
-"""``driftcheck discover``: list functions that look like canonical family predicates.
+"""``driftcheck discover``: propose each family of a tree, and tell its helper from its copies.
 
-A candidate is a zero-argument module-level function whose return value is a boolean
-combination (``or``/``and``/``not``) of at least two ``is_*()`` calls on one receiver, where
-the receiver is a zero-argument getter call or a local bound to one. Such functions are what
-``canonical = ["module:function"]`` in ``[tool.driftcheck]`` points at.
+It runs the same scan as a check (cached, never importing the tree) and, per family — the
+configured canonicals, or the families inferred from the copies when no helper exists —
+reports the helper with the number of places that call it, and the hand-written copies
+with how many of them drift. A *copy* is an enumeration of the family written out by hand;
+one that is a whole function (``def _uses_ep_a2a(): return ...``) is named, with its own
+callers, so that a reader sees it is a copy of the helper and not a second helper. A family
+with no helper is proposed as a helper to create.
 """
 
 from __future__ import annotations
 
-import ast
-from dataclasses import dataclass
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from .engine import CheckResult, check
+from .families import family_for
 from .files import iter_python_files
-from .model import Problem
-from .project import Project, module_name_of
+from .model import Family, Site, Universe
+from .rules.base import drift
 
 
 @dataclass(frozen=True)
-class Candidate:
-    """One function that could serve as a canonical predicate."""
+class Copy:
+    """A hand-written enumeration of a family."""
 
-    qualified: str
     path: str
     line: int
-    getter: str
-    methods: tuple[str, ...]
+    symbol: str
+    function: str | None  # the function whose whole body it is
+    missing: tuple[str, ...]
+    callers: int = 0
 
 
-def _getter_of(node: ast.expr, aliases: dict[str, str]) -> str | None:
-    if isinstance(node, ast.Call) and not node.args and not node.keywords:
-        func = node.func
-        if isinstance(func, ast.Name):
-            return func.id
-        if isinstance(func, ast.Attribute):
-            return func.attr
-    if isinstance(node, ast.Name):
-        return aliases.get(node.id)
-    return None
+@dataclass
+class Proposal:
+    """One family: its helper (when the tree has one), callers, and hand copies."""
+
+    family: Family
+    universe: Universe
+    callers: int = 0
+    caller_files: int = 0
+    copies: list[Copy] = field(default_factory=list)
+
+    @property
+    def drifting(self) -> list[Copy]:
+        """The copies that miss members."""
+        return [c for c in self.copies if c.missing]
 
 
-def _leaves(node: ast.expr) -> list[ast.expr] | None:
-    if isinstance(node, ast.BoolOp):
-        out: list[ast.expr] = []
-        for value in node.values:
-            inner = _leaves(value)
-            if inner is None:
-                return None
-            out.extend(inner)
-        return out
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        return _leaves(node.operand)
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr.startswith("is_")
-    ):
-        return [node]
-    return None
-
-
-def candidate_of(func: ast.FunctionDef) -> tuple[str, tuple[str, ...]] | None:
-    """``(getter, methods)`` when ``func`` is a family-predicate candidate."""
-    if func.args.args or func.args.vararg or func.args.kwonlyargs or func.args.kwarg:
-        return None
-    aliases: dict[str, str] = {}
-    body = list(func.body)
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]
-    for stmt in body[:-1]:
-        if not (
-            isinstance(stmt, ast.Assign)
-            and len(stmt.targets) == 1
-            and isinstance(stmt.targets[0], ast.Name)
-        ):
-            return None
-        getter = _getter_of(stmt.value, aliases)
-        if getter is None:
-            return None
-        aliases[stmt.targets[0].id] = getter
-    if not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:
-        return None
-    leaves = _leaves(body[-1].value)
-    if not leaves or len(leaves) < 2:
-        return None
-    getters = {_getter_of(leaf.func.value, aliases) for leaf in leaves}  # type: ignore[attr-defined]
-    if len(getters) != 1 or None in getters:
-        return None
-    methods = tuple(dict.fromkeys(leaf.func.attr for leaf in leaves))  # type: ignore[attr-defined]
-    if len(methods) < 2:
-        return None
-    return getters.pop(), methods  # type: ignore[return-value]
-
-
-def discover(project: Project, targets: list[Path], problems: list[Problem]) -> list[Candidate]:
-    """All candidates under ``targets``, sorted by module and line."""
-    found: list[Candidate] = []
-    root = project.root
-    for text, rel in iter_python_files(project, targets, problems):
-        path = Path(text)
+def _call_counts(
+    result: CheckResult, names: set[str], properties: set[str]
+) -> tuple[Counter[str], Counter[str]]:
+    """How often each name is called (``name(``; ``.name`` for ``properties``), and in how
+    many files, over every file of the project (definitions and imports do not count)."""
+    if not names and not properties:
+        return Counter(), Counter()
+    alternatives = []
+    if names:
+        alternatives.append(rb"\b(" + b"|".join(re.escape(n.encode()) for n in names) + rb")\s*\(")
+    if properties:
+        joined = b"|".join(re.escape(n.encode()) for n in properties)
+        alternatives.append(rb"\.(" + joined + rb")\b(?!\s*\()")
+    pattern = re.compile(b"|".join(alternatives))
+    calls: Counter[str] = Counter()
+    files: Counter[str] = Counter()
+    for text, _ in iter_python_files(result.project, [result.root], []):
         try:
-            data = path.read_bytes()
-        except OSError as exc:
-            problems.append(Problem(rel, None, f"cannot read file: {exc.strerror}"))
+            with open(text, "rb") as handle:
+                data = handle.read()
+        except OSError:
             continue
-        if b".is_" not in data or b"return" not in data:
-            continue
-        try:
-            tree = ast.parse(data)
-        except (SyntaxError, ValueError) as exc:
-            problems.append(Problem(rel, getattr(exc, "lineno", None), f"syntax error: {exc}"))
-            continue
-        module = module_name_of(root, path)
-        for stmt in tree.body:
-            if isinstance(stmt, ast.FunctionDef):
-                result = candidate_of(stmt)
-                if result is not None:
-                    getter, methods = result
-                    found.append(
-                        Candidate(
-                            f"{module}:{stmt.name}",
-                            rel,
-                            stmt.lineno,
-                            getter,
-                            methods,
-                        )
-                    )
-    return sorted(found, key=lambda c: (c.path, c.line))
+        seen = set()
+        for match in pattern.finditer(data):
+            name = next(g for g in match.groups() if g).decode()
+            start = match.start()
+            if data[max(0, start - 4) : start] == b"def ":
+                continue
+            calls[name] += 1
+            seen.add(name)
+        for name in seen:
+            files[name] += 1
+    return calls, files
+
+
+def _copies(result: CheckResult, proposal: Proposal) -> list[Copy]:
+    family, universe = proposal.family, proposal.universe
+    found = []
+    for rel in sorted(result.scans):
+        for site in result.scans[rel].sites:
+            if not _is_copy(site, family, universe, result.config.min_overlap):
+                continue
+            _, missing, _ = drift(site, family, universe)
+            found.append(Copy(rel, site.span.line, site.symbol, site.enumerator, missing))
+    return found
+
+
+def _is_copy(site: Site, family: Family, universe: Universe, min_overlap: int) -> bool:
+    if site.universe != universe.key or site.form == "single" or site.kind != "property":
+        return False
+    if site.enumerator == family.name or site.helpers:
+        return False
+    return family_for(site, universe, min_overlap) == family
+
+
+def discover(
+    paths: list[Path],
+    *,
+    cwd: Path | None = None,
+    config_path: Path | None = None,
+    progress: Callable[[str], None] = lambda _text: None,
+) -> tuple[CheckResult, list[Proposal]]:
+    """Every family of the tree under ``paths``, with its helper, callers and copies."""
+    progress("discover: scanning")
+    result = check(paths, cwd=cwd, config_path=config_path, select=["DC001"])
+    if result.fatal:
+        return result, []
+    progress(f"discover: {result.files_checked} files scanned; counting calls")
+    proposals = [
+        Proposal(family, universe)
+        for universe in result.universes.values()
+        for family in universe.families
+    ]
+    for proposal in proposals:
+        proposal.copies = _copies(result, proposal)
+    functions = {c.function for p in proposals for c in p.copies if c.function}
+    helpers = {p.family.name for p in proposals if p.family.access in ("function", "method")}
+    properties = {p.family.name for p in proposals if p.family.access == "property"}
+    calls, files = _call_counts(result, functions | helpers, properties | functions)
+    for proposal in proposals:
+        proposal.callers = calls[proposal.family.name]
+        proposal.caller_files = files[proposal.family.name]
+        proposal.copies = [
+            Copy(c.path, c.line, c.symbol, c.function, c.missing, calls[c.function or ""])
+            for c in proposal.copies
+        ]
+    progress(f"discover: {len(proposals)} famil{'y' if len(proposals) == 1 else 'ies'}")
+    return result, proposals
+
+
+def render(proposals: list[Proposal]) -> list[str]:
+    """The lines ``driftcheck discover`` prints, one block per family."""
+    lines: list[str] = []
+    for proposal in proposals:
+        family = proposal.family
+        members = "{" + ", ".join(family.members) + "}"
+        drifting = len(proposal.drifting)
+        tally = f"{len(proposal.copies)} hand cop{'y' if len(proposal.copies) == 1 else 'ies'}, {drifting} drifting"
+        if family.inferred:
+            lines.append(
+                f"{members}: no helper; inferred from {family.inferred_from} copies in "
+                f"{family.inferred_files} files; {tally}"
+            )
+            lines.append(
+                f"  create it: driftcheck --fix --fix-style helper --create-helper "
+                f"(writes {family.name}() beside {proposal.universe.enum_name or proposal.universe.name} "
+                f"in {family.path})"
+            )
+        else:
+            lines.append(
+                f"{family.qualified} ({family.path}:{family.line}) {members}: helper, "
+                f"{proposal.callers} caller{'s' if proposal.callers != 1 else ''} in "
+                f"{proposal.caller_files} file{'s' if proposal.caller_files != 1 else ''}; {tally}"
+            )
+        for copy in proposal.copies:
+            if copy.function is None:
+                continue
+            state = f"missing {', '.join(copy.missing)}" if copy.missing else "complete"
+            lines.append(
+                f"  copy: {copy.path}:{copy.line} {copy.function}() ({copy.callers} "
+                f"caller{'s' if copy.callers != 1 else ''}; {state})"
+            )
+        if not family.inferred:
+            lines.append(f'  [tool.driftcheck] canonical = ["{family.qualified}"]')
+    return lines

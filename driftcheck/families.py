@@ -7,10 +7,11 @@ over the same universe (``is_deepep_class_backend`` and its superset
 1. a site that calls a canonical helper enumerates that family;
 2. a site naming exactly a family's members enumerates it (it is no drift from another);
 3. otherwise, among the families it shares at least ``min_overlap`` members with — not
-   counting the members a family adds over a smaller configured family (its *extras*): a
-   site that overlaps a family only through those is about the extras, not the family —
-   the one with the most shared members, then the fewest missing, then the fewest extras,
-   then the smaller family.
+   counting the members a family adds over a smaller configured family (its *extras*: a
+   site that overlaps a family only through those is about the extras, not the family;
+   ``a not in ("megamoe", "deepep")`` is no copy of "DeepEP family plus megamoe") — the one
+   with the most shared members, then the fewest missing, then the fewest extras, then the
+   smaller family.
 """
 
 from __future__ import annotations
@@ -45,9 +46,7 @@ def enumerates(site: Site, family: Family, universe: Universe, min_overlap: int)
     if family.name in site.helpers:
         return True
     shared = site.members & family.member_set
-    if not shared or shared <= extras_of(family, universe):
-        return False
-    return len(shared) >= min_overlap
+    return len(shared - extras_of(family, universe)) >= min_overlap
 
 
 def family_for(site: Site, universe: Universe, min_overlap: int) -> Family | None:

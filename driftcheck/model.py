@@ -158,16 +158,24 @@ class Universe:
                 return member.value
         return None
 
-    def predicate_for(self, value: str) -> str | None:
-        """The single-member test method for ``value`` (``deepep`` -> ``is_deepep``)."""
+    def predicate_for(self, value: str, like: str | None = None) -> str | None:
+        """The single-member test for ``value`` (``deepep`` -> ``is_deepep``), spelled like
+        the predicate ``like`` (same access and class) when given. A narrowed predicate is
+        used only when its narrowing is one the families carry (:attr:`ambient`)."""
+        model = self.predicates.get(like) if like else None
+        ambient = self.ambient
         exact = [
-            p.name
+            p
             for p in self.predicates.values()
-            if p.members == frozenset({value}) and p.narrowing is None
+            if p.members == frozenset({value})
+            and all(set(texts) <= ambient for _, texts in p.conditions)
+            and (model is None or (p.access == model.access and p.owner == model.owner))
         ]
-        if f"is_{value}" in exact:
+        exact.sort(key=lambda p: p.narrowing is not None)
+        names = [p.name for p in exact]
+        if f"is_{value}" in names:
             return f"is_{value}"
-        return exact[0] if exact else None
+        return names[0] if names else None
 
     def family(self, name: str) -> Family | None:
         """The family whose canonical predicate is called ``name``."""

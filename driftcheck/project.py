@@ -8,12 +8,12 @@ configuration and the same name for every file:
 1. ``--config FILE`` replaces the configuration; the root is then found as rules 3 and 4 say
    (FILE's own paths are relative to it).
 2. Otherwise the configuration file (``driftcheck.toml``, ``.driftcheck.toml``, or a
-   ``pyproject.toml`` with a ``[tool.driftcheck]`` table, in that order). Inside a git or
-   Mercurial repository it is looked for at the repository root, then in its ``python/`` and
-   ``src/`` directories (SGLang keeps its package in ``python/``), and nowhere else: a
-   configuration deeper in the tree would apply to some invocations and not to others, so it
-   is ignored with a warning naming it. Outside a repository the nearest one walking up from
-   the paths is used. The root is the directory holding the configuration file.
+   ``pyproject.toml`` with a ``[tool.driftcheck]`` table, in that order) nearest to the paths,
+   walking up to the repository root; when there is none, one in the repository root's
+   ``python/`` or ``src/`` (SGLang keeps its package in ``python/``, so a bare run from the
+   root and a run inside ``python/`` find the same file). The root is the directory holding
+   it. A second configuration that a run passes over (the repository root's, when
+   ``python/`` has one too) is named in a warning: keep one per project.
 3. Without configuration: the source root of the default pack's canonical module (the
    directory its dotted module path starts from: ``python/`` in an SGLang checkout, the
    wheel's directory for an unpacked wheel), found walking up from the paths and, at the
@@ -30,7 +30,6 @@ printed is the *display path*: relative to the working directory when the file l
 from __future__ import annotations
 
 import os
-import posixpath
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,41 +159,42 @@ def config_in(directory: Path) -> Path | None:
     return None
 
 
-def _repository_config(repository: Path) -> Path | None:
-    for directory in (repository, *(repository / d for d in SOURCE_DIRS)):
-        found = config_in(directory)
-        if found is not None:
-            return found
-    return None
+def _walk_up(anchor: Path, repository: Path | None) -> list[Path]:
+    """``anchor`` and its ancestors, up to the repository root (or the filesystem root)."""
+    chain = [anchor]
+    for parent in anchor.parents:
+        if repository is not None and not parent.is_relative_to(repository):
+            break
+        chain.append(parent)
+    return chain
 
 
-def _nearest_config(anchor: Path) -> Path | None:
-    for directory in (anchor, *anchor.parents):
-        found = config_in(directory)
-        if found is not None:
-            return found
-    return None
+def _configs_for(anchor: Path, repository: Path | None) -> list[Path]:
+    """Every configuration a run from ``anchor`` could use, nearest first."""
+    found = [c for d in _walk_up(anchor, repository) if (c := config_in(d)) is not None]
+    if repository is not None:
+        found += [
+            c
+            for d in SOURCE_DIRS
+            if (c := config_in(repository / d)) is not None and c not in found
+        ]
+    return found
 
 
-def _ignored_configs(anchor: Path, repository: Path, used: Path | None, cwd: Path) -> list[str]:
-    """Configurations on the way from the paths up to the repository root that are not used."""
+def _passed_over(configs: list[Path], cwd: Path) -> list[str]:
+    """Warnings naming the configurations a run does not use."""
 
     def shown(path: Path) -> str:
         return os.path.relpath(path, cwd) if path.is_relative_to(cwd) else str(path)
 
-    ignored = []
-    directory = anchor
-    while True:
-        found = config_in(directory)
-        if found is not None and found != used:
-            where = shown(used) if used is not None else "the defaults"
-            ignored.append(
-                f"{shown(found)}: [tool.driftcheck] ignored: driftcheck reads one configuration "
-                f"per repository, from its root, python/ or src/ (using {where})"
-            )
-        if directory == repository or directory == directory.parent:
-            return ignored
-        directory = directory.parent
+    if len(configs) < 2:
+        return []
+    used = configs[0]
+    return [
+        f"{shown(other)}: [tool.driftcheck] not used: {shown(used)} is nearer to the paths "
+        "(keep one configuration per project)"
+        for other in configs[1:]
+    ]
 
 
 def source_root(anchor: Path, modules: Iterable[str], repository: Path | None) -> Path | None:
@@ -249,8 +249,9 @@ def discover_project(
         config = load_config(explicit)
         root, reason = _root_without_config(anchor, repository, config)
         return Project(root, cwd, config, explicit.resolve(), repository, f"--config, {reason}")
-    found = _repository_config(repository) if repository else _nearest_config(anchor)
-    warnings = _ignored_configs(anchor, repository, found, cwd) if repository else []
+    configs = _configs_for(anchor, repository)
+    found = configs[0] if configs else None
+    warnings = _passed_over(configs, cwd)
     if found is not None:
         config = load_config(found)
         return Project(
@@ -278,8 +279,3 @@ def _root_without_config(anchor: Path, repository: Path | None, config: Config) 
     if parent is not None:
         return parent, "package"
     return anchor, "paths"
-
-
-def normalized(rel: str) -> str:
-    """``rel`` with ``.`` and ``x/..`` segments folded (canonical paths compare as text)."""
-    return posixpath.normpath(rel)

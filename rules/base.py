@@ -9,8 +9,9 @@ Each rule module defines one :class:`Rule` subclass and owns all of its behaviou
   with the suppression comments that matched something (stale suppressions are found there);
 - :meth:`Rule.plan_fix` plans the rewrite for one of its findings.
 
-Its ``VALID`` and ``INVALID`` examples are model-file snippets evaluated against the fixture
-universe (``fixtures/sglang_like``) by the test suite, fixit-style: an INVALID example must
+Its ``VALID`` and ``INVALID`` examples are model-file snippets evaluated against a fixture
+universe (``fixtures/sglang_like`` unless the example names another) by the test suite,
+fixit-style: an INVALID example must
 produce the rule's code (and its ``expected_fix`` text when given), a VALID one must not.
 Whether a rule offers a fix is derived from its examples (any INVALID example with
 ``expected_fix``), and the test suite checks that such a rule implements :meth:`plan_fix`.
@@ -40,8 +41,8 @@ class Example:
     missing: tuple[str, ...] | None = None
     note: str = ""
     select: tuple[str, ...] = ()
-    config: dict[str, object] = field(default_factory=dict)
     siblings: dict[str, str] = field(default_factory=dict)  # other model files: name -> code
+    fixture: str = "sglang_like"  # the fixture tree (fixtures/<name>) it is checked in
 
 
 @dataclass

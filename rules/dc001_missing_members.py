@@ -53,6 +53,17 @@ return is_deepep_class_backend() or b.is_megamoe() or b.is_ascend_fuseep()
     fix_safety = "Unsafe by design: the fix flips the predicate for exactly the missing members, which the fix lists."
     VALID = [
         Example(
+            "def pinned() -> bool:\n"
+            "    return current_device.is_accelerator() or current_device.is_cpu()\n",
+            note="calls the canonical method and adds an extra",
+            fixture="platform_like",
+        ),
+        Example(
+            "def sprayed(cfg: MeshConfig) -> bool:\n    return cfg.use_mesh_ht or cfg.use_spray\n",
+            note="properties of the family's class, but none of the family's members",
+            fixture="config_like",
+        ),
+        Example(
             "def uses_a2a() -> bool:\n"
             "    return is_deepep_class_backend() or get_moe_a2a_backend().is_megamoe()\n",
             note="calls the helper and adds an extra",
@@ -82,6 +93,46 @@ return is_deepep_class_backend() or b.is_megamoe() or b.is_ascend_fuseep()
         ),
     ]
     INVALID = [
+        Example(
+            "def packed(cfg: MeshConfig) -> bool:\n    return cfg.use_mesh_ll or cfg.use_relay\n",
+            missing=("relay_v2",),
+            expected_fix="def packed(cfg: MeshConfig) -> bool:\n"
+            "    return cfg.use_mesh_ll or cfg.use_relay or cfg.use_relay_v2\n",
+            note="properties of a config class over a string setting (vLLM's shape)",
+            fixture="config_like",
+        ),
+        Example(
+            "def packed(layer: LayerConfig) -> bool:\n"
+            "    return layer.mesh.use_mesh_ll or layer.mesh.use_relay_v2\n",
+            missing=("relay",),
+            expected_fix="def packed(layer: LayerConfig) -> bool:\n"
+            "    return layer.mesh.use_mesh_ll or layer.mesh.use_relay or layer.mesh.use_relay_v2\n",
+            note="through an attribute the code annotates with the config class",
+            fixture="config_like",
+        ),
+        Example(
+            "def pinned() -> bool:\n"
+            "    return current_device.is_gpu() or current_device.is_npu()\n",
+            missing=("TPU",),
+            expected_fix="def pinned() -> bool:\n"
+            "    return current_device.is_gpu() or current_device.is_npu() or current_device.is_tpu()\n",
+            note="methods of a base class over an IntEnum of auto() members; a global the "
+            "package annotates with that class",
+            fixture="platform_like",
+        ),
+        Example(
+            "class NpuDevice(Device):\n"
+            "    _kind = DeviceKind.NPU\n\n"
+            "    def offload(self) -> bool:\n"
+            "        return self.is_gpu() or self.is_tpu() or self.is_cpu()\n",
+            missing=("NPU",),
+            expected_fix="class NpuDevice(Device):\n"
+            "    _kind = DeviceKind.NPU\n\n"
+            "    def offload(self) -> bool:\n"
+            "        return self.is_gpu() or self.is_npu() or self.is_tpu() or self.is_cpu()\n",
+            note="self in a subclass of the holder",
+            fixture="platform_like",
+        ),
         Example(
             "def uses_ep_a2a() -> bool:\n"
             "    _a2a_backend = get_moe_a2a_backend()\n"

@@ -38,12 +38,20 @@ enable with `--select DC002` when cleaning up.
     ]
     INVALID = [
         Example(
+            "def packed(cfg: MeshConfig) -> bool:\n"
+            "    return cfg.use_mesh_ll or cfg.use_relay or cfg.use_relay_v2\n",
+            select=("DC002",),
+            missing=(),
+            note="the whole family of a property, spelled out",
+            fixture="config_like",
+        ),
+        Example(
             "def uses_a2a() -> bool:\n"
             "    b = get_moe_a2a_backend()\n"
             "    return b.is_deepep() or b.is_deepep_v2() or b.is_mooncake() or b.is_mori() or b.is_pplx()\n",
             select=("DC002",),
             missing=(),
-        )
+        ),
     ]
 
     def check(self, site: Site, judgement: Judgement) -> list[Finding]:

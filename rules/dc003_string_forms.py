@@ -45,6 +45,16 @@ usually run on server arguments, before the runtime backend the helper reads is 
     fix_safety = "Unsafe by design: the fix flips the predicate for exactly the missing members, which the fix lists."
     VALID = [
         Example(
+            "def route(x):\n"
+            "    match get_moe_a2a_backend():\n"
+            "        case MoeA2ABackend.DEEPEP:\n"
+            "            return x\n"
+            "        case MoeA2ABackend.MORI:\n"
+            "            return -x\n"
+            "    return x\n",
+            note="one backend per case: a per-backend dispatch (DC011), not a property",
+        ),
+        Example(
             "def uses_transfer(args) -> bool:\n"
             '    return args.disaggregation_transfer_backend in ("mooncake", "nixl")\n',
             note="a different setting that shares value names",
@@ -57,6 +67,49 @@ usually run on server arguments, before the runtime backend the helper reads is 
         ),
     ]
     INVALID = [
+        Example(
+            "def route(x):\n"
+            "    match get_moe_a2a_backend():\n"
+            "        case MoeA2ABackend.DEEPEP | MoeA2ABackend.MORI:\n"
+            "            return x\n"
+            "        case _:\n"
+            "            return -x\n",
+            missing=("deepep_v2", "mooncake", "pplx"),
+            expected_fix="def route(x):\n"
+            "    match get_moe_a2a_backend():\n"
+            "        case MoeA2ABackend.DEEPEP | MoeA2ABackend.DEEPEP_V2 | MoeA2ABackend.MOONCAKE | MoeA2ABackend.MORI | MoeA2ABackend.PPLX:\n"
+            "            return x\n"
+            "        case _:\n"
+            "            return -x\n",
+            note="a match case's alternatives",
+        ),
+        Example(
+            "_A2A = (MoeA2ABackend.DEEPEP, MoeA2ABackend.MOONCAKE, MoeA2ABackend.MORI)\n\n\n"
+            "def spans() -> bool:\n"
+            "    return get_moe_a2a_backend() in _A2A\n",
+            missing=("deepep_v2", "pplx"),
+            expected_fix="_A2A = (MoeA2ABackend.DEEPEP, MoeA2ABackend.DEEPEP_V2, MoeA2ABackend.MOONCAKE, MoeA2ABackend.MORI, MoeA2ABackend.PPLX)\n\n\n"
+            "def spans() -> bool:\n"
+            "    return get_moe_a2a_backend() in _A2A\n",
+            note="a constant holding enum members",
+        ),
+        Example(
+            'def packed(cfg: MeshConfig) -> bool:\n    return cfg.transport in ("mesh_ll", "relay")\n',
+            missing=("relay_v2",),
+            expected_fix="def packed(cfg: MeshConfig) -> bool:\n"
+            '    return cfg.transport in ("mesh_ll", "relay", "relay_v2")\n',
+            note="a string setting (Literal-annotated) of a config class",
+            fixture="config_like",
+        ),
+        Example(
+            "def by_kind(device: Device) -> bool:\n"
+            "    return device._kind in (DeviceKind.GPU, DeviceKind.NPU)\n",
+            missing=("TPU",),
+            expected_fix="def by_kind(device: Device) -> bool:\n"
+            "    return device._kind in (DeviceKind.GPU, DeviceKind.NPU, DeviceKind.TPU)\n",
+            note="IntEnum members compared with the attribute that holds them",
+            fixture="platform_like",
+        ),
         Example(
             "def uses_a2a(server_args) -> bool:\n"
             '    return server_args.moe_a2a_backend in ("deepep", "mooncake", "mori")\n',

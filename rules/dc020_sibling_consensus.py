@@ -169,7 +169,9 @@ the import is added where missing. The fix states the backends it flips.
         siblings = self.siblings_of(site)
         if not siblings:
             return []
-        for family in universe.families:
+        # a site that enumerates a family is judged against that one only (by DC001/DC003)
+        families = [judgement.family] if judgement.family is not None else universe.families
+        for family in families:
             if site.form != "single" and enumerates(site, family, universe, judgement.min_overlap):
                 continue  # DC001/DC003 already judge this site against the family
             present, missing, extra = drift(site, family, universe)

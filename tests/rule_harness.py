@@ -1,4 +1,11 @@
-"""Run a rule example (a model-file snippet) through the engine on the fixture universe."""
+"""Run a rule example (a model-file snippet) through the engine on a fixture universe.
+
+Each fixture tree (``fixtures/<name>``, written from scratch) has a header the example is
+placed after and a path for it: ``sglang_like`` imitates SGLang (an enum with ``is_*``
+methods and a helper function), ``config_like`` a string setting held by a config class and
+tested through properties (vLLM's shape), ``platform_like`` an ``IntEnum`` of ``auto()``
+members tested through a base class's methods.
+"""
 
 from __future__ import annotations
 
@@ -16,18 +23,49 @@ HEADER = (
     ")\n\n\n"
 )
 EXAMPLE_PATH = "sglang/srt/models/example.py"
+# fixture -> (header, example path, directory of sibling files)
+FIXTURE_LAYOUT = {
+    "sglang_like": (HEADER, EXAMPLE_PATH, "sglang/srt/models"),
+    "config_like": (
+        "from meshcfg.parallel import LayerConfig, MeshConfig\n\n\n",
+        "meshcfg/example.py",
+        "meshcfg",
+    ),
+    "platform_like": (
+        "from devices import current_device\nfrom devices.base import Device\n"
+        "from devices.kinds import DeviceKind\n\n\n",
+        "devices/example.py",
+        "devices",
+    ),
+}
 
 
-def example_tree(tmp: Path, snippet: str, siblings: dict[str, str] | None = None) -> Path:
+def header_of(fixture: str) -> str:
+    """The lines an example is placed after in ``fixture``."""
+    return FIXTURE_LAYOUT[fixture][0]
+
+
+def path_of(fixture: str) -> str:
+    """Where an example file goes in ``fixture``."""
+    return FIXTURE_LAYOUT[fixture][1]
+
+
+def example_tree(
+    tmp: Path,
+    snippet: str,
+    siblings: dict[str, str] | None = None,
+    fixture: str = "sglang_like",
+) -> Path:
     """A copy of the fixture tree with ``snippet`` (after the import header) as a model file,
     plus ``siblings`` (file name -> code) as other model files."""
+    header, path, directory = FIXTURE_LAYOUT[fixture]
     root = tmp / "example_tree"
     if root.exists():
         shutil.rmtree(root)
-    shutil.copytree(FIXTURES / "sglang_like", root)
-    (root / EXAMPLE_PATH).write_text(HEADER + snippet)
+    shutil.copytree(FIXTURES / fixture, root)
+    (root / path).write_text(header + snippet)
     for name, code in (siblings or {}).items():
-        (root / "sglang/srt/models" / name).write_text(code)
+        (root / directory / name).write_text(code)
     return root
 
 
@@ -36,10 +74,12 @@ def run_example(
     snippet: str,
     select: tuple[str, ...] | None = None,
     siblings: dict[str, str] | None = None,
+    fixture: str = "sglang_like",
 ) -> CheckResult:
     """Check the example file (and its siblings); only the example's findings are returned."""
-    root = example_tree(tmp, snippet, siblings)
-    targets = [root / EXAMPLE_PATH, *(root / "sglang/srt/models" / name for name in siblings or {})]
+    _, path, directory = FIXTURE_LAYOUT[fixture]
+    root = example_tree(tmp, snippet, siblings, fixture)
+    targets = [root / path, *(root / directory / name for name in siblings or {})]
     result = check(targets, select=select, use_cache=False)
-    result.findings = [f for f in result.findings if f.path == EXAMPLE_PATH]
+    result.findings = [f for f in result.findings if f.path == path]
     return result

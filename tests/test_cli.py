@@ -157,17 +157,19 @@ def test_explain_unknown_rule_exits_2(runner: CliRunner) -> None:
     assert result.stderr.startswith("error: unknown rule 'DC999'")
 
 
-def test_discover_lists_candidate_canonical_predicates(
+def test_discover_names_the_helper_its_callers_and_its_drifting_copies(
     runner: CliRunner, sglang_like: Path
 ) -> None:
     result = run(runner, "discover", sglang_like)
     assert result.exit_code == 0
     assert result.stdout.splitlines() == [
-        "sglang.srt.layers.moe.utils:is_deepep_class_backend  (sglang/srt/layers/moe/utils.py:68)  "
-        "get_moe_a2a_backend(): is_deepep, is_deepep_v2, is_mooncake, is_mori, is_pplx",
-        "sglang.srt.models.kimi_like:_uses_ep_a2a  (sglang/srt/models/kimi_like.py:6)  "
-        "get_moe_a2a_backend(): is_megamoe, is_flashinfer_megamoe, is_deepep, is_mooncake, is_ascend_fuseep, is_mori",
+        "sglang.srt.layers.moe.utils:is_deepep_class_backend (sglang/srt/layers/moe/utils.py:68) "
+        "{deepep, deepep_v2, mooncake, mori, pplx}: helper, 2 callers in 2 files; "
+        "2 hand copies, 2 drifting",
+        "  copy: sglang/srt/models/kimi_like.py:10 _uses_ep_a2a() (2 callers; missing deepep_v2, pplx)",
+        '  [tool.driftcheck] canonical = ["sglang.srt.layers.moe.utils:is_deepep_class_backend"]',
     ]
+    assert result.stderr.splitlines()[0] == "discover: scanning"
 
 
 def test_syntax_error_is_reported_with_file_and_line_and_exit_2(

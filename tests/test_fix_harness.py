@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from driftcheck.rules import CATALOGUE, Example
-from rule_harness import EXAMPLE_PATH, HEADER, run_example
+from rule_harness import header_of, path_of, run_example
 
 from driftcheck.engine import check
 from driftcheck.fix.apply import apply_fixes, attach_fixes
@@ -37,9 +37,13 @@ def test_invalid_example_through_the_fixer(
 ) -> None:
     rule = CATALOGUE[code]
     result = run_example(
-        tmp_path, example.code, select=example.select or None, siblings=example.siblings
+        tmp_path,
+        example.code,
+        select=example.select or None,
+        siblings=example.siblings,
+        fixture=example.fixture,
     )
-    path = result.root / EXAMPLE_PATH
+    path = result.root / path_of(example.fixture)
     before = path.read_text()
     findings = attach_fixes(result, result.findings, style)
     own = [f for f in findings if f.code == code]
@@ -55,7 +59,7 @@ def test_invalid_example_through_the_fixer(
     ast.parse(after)
     assert sorted(comments(after)) == sorted(comments(before))
     if style == "minimal" and example.expected_fix is not None:
-        assert after == HEADER + example.expected_fix
+        assert after == header_of(example.fixture) + example.expected_fix
     again = check([path], select=example.select or None, use_cache=False)
     second = apply_fixes(again, attach_fixes(again, again.findings, style), write=True)
     assert second.changes == {}, second.diff_text

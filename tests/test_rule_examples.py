@@ -19,7 +19,11 @@ CASES = [
 @pytest.mark.parametrize(("code", "kind", "index", "example"), CASES)
 def test_rule_example(tmp_path: Path, code: str, kind: str, index: int, example: Example) -> None:
     result = run_example(
-        tmp_path, example.code, select=example.select or None, siblings=example.siblings
+        tmp_path,
+        example.code,
+        select=example.select or None,
+        siblings=example.siblings,
+        fixture=example.fixture,
     )
     assert not result.problems, result.problems
     codes = [f.code for f in result.findings if f.code == code]
@@ -39,7 +43,11 @@ def test_invalid_examples_fail_without_the_rule(tmp_path: Path, code: str) -> No
     for example in rule.INVALID:
         others = [c for c in CATALOGUE if c != code]
         result = run_example(
-            tmp_path, example.code, select=tuple(others), siblings=example.siblings
+            tmp_path,
+            example.code,
+            select=tuple(others),
+            siblings=example.siblings,
+            fixture=example.fixture,
         )
         assert code not in {f.code for f in result.findings}
 

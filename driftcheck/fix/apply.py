@@ -223,7 +223,7 @@ def _add_imports(
 ) -> list[tuple[int, SiteJob, Rewrite]]:
     kept = []
     for index, job, rewrite in planned:
-        if rewrite.style != "helper":
+        if rewrite.style != "helper" or job.family.access != "function":
             kept.append((index, job, rewrite))
             continue
         try:
@@ -284,8 +284,15 @@ def _as_fix(ctx: FileContext, rewrite: Rewrite, change: Change) -> Fix:
 
 
 # -- applying ------------------------------------------------------------------------------
-def apply_fixes(result: CheckResult, findings: list[Finding], write: bool) -> FixOutcome:
-    """Apply the fixes attached to ``findings``; write the files when ``write`` is true."""
+def apply_fixes(
+    result: CheckResult,
+    findings: list[Finding],
+    write: bool,
+    additions: dict[str, str] | None = None,
+) -> FixOutcome:
+    """Apply the fixes attached to ``findings`` (and append ``additions``, text per file: the
+    helpers ``--create-helper`` writes); write the files when ``write`` is true."""
+    additions = additions or {}
     outcome = FixOutcome()
     by_path: dict[str, list[Finding]] = defaultdict(list)
     for finding in findings:
@@ -297,8 +304,8 @@ def apply_fixes(result: CheckResult, findings: list[Finding], write: bool) -> Fi
                 outcome.notes.append(
                     f"{finding.path}:{finding.span.line}: not fixed {finding.code}: {finding.fix_refusal}"
                 )
-    for rel in sorted(by_path):
-        _apply_file(result, rel, by_path[rel], write, outcome)
+    for rel in sorted(set(by_path) | set(additions)):
+        _apply_file(result, rel, by_path.get(rel, []), write, outcome, additions.get(rel, ""))
     order = {id(f): i for i, f in enumerate(findings)}
     outcome.remaining.sort(key=lambda f: order[id(f)])
     outcome.notes.sort(key=_note_key)
@@ -312,7 +319,12 @@ def _note_key(note: str) -> tuple[str, int]:
 
 
 def _apply_file(
-    result: CheckResult, rel: str, findings: list[Finding], write: bool, outcome: FixOutcome
+    result: CheckResult,
+    rel: str,
+    findings: list[Finding],
+    write: bool,
+    outcome: FixOutcome,
+    addition: str = "",
 ) -> None:
     path = result.root / rel
     scan = result.scans.get(rel)
@@ -322,7 +334,7 @@ def _apply_file(
         outcome.problems.append(Problem(rel, None, f"not fixed: cannot read the file: {exc}"))
         outcome.remaining.extend(findings)
         return
-    if scan is None or source.digest != scan.digest:
+    if findings and (scan is None or source.digest != scan.digest):
         outcome.problems.append(
             Problem(rel, None, "not fixed: the file changed since it was checked")
         )
@@ -345,7 +357,15 @@ def _apply_file(
     if len(accepted) < len(findings) or compiles(new_text, rel) is not None:
         # a partial set: a removed receiver may still be needed by a fix left out, so keep it
         accepted, new_text = _compiling_subset(source.text, index, accepted, rel, outcome)
-    if not accepted:
+    if addition:
+        new_text = _with_addition(new_text, addition, source.newline)
+        error = compiles(new_text, rel)
+        if error is not None:
+            outcome.problems.append(
+                Problem(rel, None, f"not changed: the helper would not compile ({error})")
+            )
+            return
+    elif not accepted:
         return
     if write:
         try:
@@ -364,6 +384,13 @@ def _apply_file(
         outcome.notes.append(
             f"{rel}:{finding.span.line}: {verb} {finding.code} ({fix.style}): {fix.change}"
         )
+
+
+def _with_addition(text: str, addition: str, newline: str) -> str:
+    """``text`` with ``addition`` appended after a line break, in the file's line endings."""
+    if text and not text.endswith(("\n", "\r")):
+        text += newline
+    return text + addition.replace("\n", newline)
 
 
 def _edits(index: LineIndex, finding: Finding, deletions: bool) -> list[Replacement]:

@@ -66,6 +66,8 @@ def site_receivers(site: Site, universe: Universe) -> set[str]:
             node = node.operand
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             receivers.add(ast.unparse(node.func.value))
+        elif isinstance(node, ast.Attribute) and operand.kind == "property":
+            receivers.add(ast.unparse(node.value))
         elif isinstance(node, ast.Compare) and len(node.comparators) == 1:
             left, right = node.left, node.comparators[0]
             if isinstance(node.ops[0], (ast.In, ast.NotIn)) or member_of(right, universe):

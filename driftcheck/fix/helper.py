@@ -35,15 +35,60 @@ if TYPE_CHECKING:
 METHOD_FORMS = ("or-chain", "not-or", "and-not")
 
 
+def helper_call(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> str:
+    """How the rewrite calls the family: ``is_x()``, or — for a method or property of a class
+    holding the setting — ``<receiver>.is_x()`` / ``<receiver>.use_x`` on the site's own
+    receiver, when that receiver is known to be an instance of the defining class."""
+    family = job.family
+    if family.access not in ("method", "property"):
+        return f"{family.name}()"
+    if len(receivers) != 1:
+        raise Refusal(
+            f"{family.name} is a {family.access} of {family.owner}, and the site tests more "
+            "than one object; rewrite it by hand"
+        )
+    (receiver,) = receivers
+    if not _holds_owner(ctx, job, receiver):
+        raise Refusal(
+            f"'{receiver}' is not known to be a {family.owner}, which defines {family.name} "
+            "(use --fix-style minimal)"
+        )
+    return f"{receiver}.{family.name}" + ("()" if family.access == "method" else "")
+
+
+def _holds_owner(ctx: FileContext, job: SiteJob, receiver: str) -> bool:
+    """``self`` in the owner class or a class deriving from it, a parameter annotated with
+    the owner, or a name or attribute the universe's modules annotate with a holder class."""
+    owner = job.family.owner
+    if receiver == "self":
+        classes = [n for n in ctx.enclosing(job.site.span.line) if isinstance(n, ast.ClassDef)]
+        if not classes:
+            return False
+        cls = classes[-1]
+        bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in cls.bases}
+        return cls.name == owner or owner in bases
+    function = ctx.enclosing_function(job.site.span.line)
+    if function is not None and receiver.isidentifier():
+        args = function.args
+        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+            if arg.arg == receiver and arg.annotation is not None:
+                return owner in {
+                    n.id if isinstance(n, ast.Name) else getattr(n, "attr", "")
+                    for n in ast.walk(arg.annotation)
+                } | {getattr(arg.annotation, "value", None)}
+    last = receiver.rsplit(".", 1)[-1]
+    return last.isidentifier() and last in ctx.universe.holder_names
+
+
 def plan_helper(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> Rewrite:
     """The helper-style rewrite of ``job``'s site (raises :class:`Refusal`)."""
     site, family = job.site, job.family
-    if site.form == "single" and site.operands and site.operands[0].kind == "method":
+    if site.form == "single" and site.operands and site.operands[0].kind in ("method", "property"):
         return _plan_single(ctx, job, receivers)
     if site.form not in METHOD_FORMS:
         raise Refusal(
             f"helper style is not offered for value comparisons: they usually run on server "
-            f"arguments, before the runtime backend that {family.name}() reads is set; "
+            f"arguments, before the runtime backend that {family.call_text()} reads is set; "
             "use --fix-style minimal"
         )
     if job.allowed_missing:
@@ -52,20 +97,26 @@ def plan_helper(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> Re
             f"{family.name}() would add {'it' if len(job.allowed_missing) == 1 else 'them'} "
             "(use --fix-style minimal)"
         )
-    for receiver in sorted(receivers):
-        if not _bound_to_getter(ctx, job, receiver):
-            getter = sorted(ctx.universe.getters)[0]
-            raise Refusal(
-                f"'{receiver}' is not known to be {getter}(): {family.name}() reads the "
-                "global backend instead (use --fix-style minimal)"
-            )
+    if family.access == "function":
+        for receiver in sorted(receivers):
+            if not _bound_to_getter(ctx, job, receiver):
+                getter = sorted(ctx.universe.getters or {"the getter"})[0]
+                raise Refusal(
+                    f"'{receiver}' is not known to be {getter}(): {family.name}() reads the "
+                    "global backend instead (use --fix-style minimal)"
+                )
+    call_text = helper_call(ctx, job, receivers)
     parsed = parse_chain(ctx, site, "the helper style")
     family_set = set(family.members)
     if any(ms & family_set and not ms <= family_set for ms in parsed.members):
         raise Refusal("an operand names family members and others at once; rewrite it by hand")
     import libcst as cst
 
-    call: cst.BaseExpression = cst.Call(func=cst.Name(family.name))
+    call: cst.BaseExpression = (
+        cst.Call(func=cst.Name(family.name))
+        if family.access == "function"
+        else cst.parse_expression(call_text)
+    )
     if site.form == "and-not":
         call = cst.UnaryOperation(operator=cst.Not(), expression=call)
     kept: list[cst.BaseExpression] = []
@@ -92,19 +143,20 @@ def _plan_single(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> R
             f"the site deliberately leaves out {', '.join(sorted(job.allowed_missing))}; "
             f"{job.family.name}() would add them"
         )
-    for receiver in sorted(receivers):
-        if not _bound_to_getter(ctx, job, receiver):
-            raise Refusal(
-                f"'{receiver}' is not known to be the global backend that "
-                f"{job.family.name}() reads; rewrite it by hand"
-            )
+    if job.family.access == "function":
+        for receiver in sorted(receivers):
+            if not _bound_to_getter(ctx, job, receiver):
+                raise Refusal(
+                    f"'{receiver}' is not known to be the global backend that "
+                    f"{job.family.name}() reads; rewrite it by hand"
+                )
     start, end = ctx.index.range_of(job.site.span)
     return _rewrite(
         "helper",
         ctx.source.text,
         (start, end),
         (start, end),
-        f"{job.family.name}()",
+        helper_call(ctx, job, receivers),
         receivers,
         [(start, end)],
     )

@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from driftcheck.universe import string_set_literal
+from driftcheck.sites.terms import collection_members
 
 from .chain import Chain, LayoutError, collection_chain, site_chain
 from .cstfragment import CstFragment
@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 def plan_minimal(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> Rewrite:
     """The minimal rewrite of ``job``'s site (raises :class:`Refusal`)."""
     site = job.site
+    if site.form == "match":
+        return _plan_match(ctx, job)
     text = ctx.source.text
     start, end = ctx.index.range_of(site.span)
     fragment = _fragment(text, start, end)
@@ -69,6 +71,82 @@ def plan_minimal(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> R
         after=replacement,
         receivers=receivers,
     )
+
+
+def _plan_match(ctx: FileContext, job: SiteJob) -> Rewrite:
+    """``case E.A | E.C:`` -> ``case E.A | E.B | E.C:``: the missing members become
+    alternatives of the case's pattern, spelled like their neighbours, in family order."""
+    site = job.site
+    statement = next(
+        (
+            n
+            for n in ast.walk(ctx.tree)
+            if isinstance(n, ast.Match) and n.lineno == site.statement_line
+        ),
+        None,
+    )
+    case = None
+    if statement is not None:
+        case = next(
+            (
+                c
+                for c in statement.cases
+                if (c.pattern.lineno, c.pattern.col_offset) == (site.span.line, site.span.col)
+            ),
+            None,
+        )
+    if statement is None or case is None:
+        raise Refusal("the case's pattern was not found again")
+    pattern = case.pattern
+    alternatives = pattern.patterns if isinstance(pattern, ast.MatchOr) else [pattern]
+    text = ctx.source.text
+    start, end = ctx.range_of(pattern)
+    if "#" in text[start:end] or "\n" in text[start:end]:
+        raise Refusal("the pattern spans lines or holds comments; add the members by hand")
+    values: list[tuple[str, str | None]] = []
+    for alternative in alternatives:
+        a_start, a_end = ctx.range_of(alternative)
+        member = (
+            member_of(alternative.value, ctx.universe)
+            if isinstance(alternative, ast.MatchValue)
+            else None
+        )
+        values.append((text[a_start:a_end], member))
+    spelled = [t for t, m in values if m is not None]
+    if not spelled:
+        raise Refusal("no alternative of the pattern names a member to spell the others like")
+    order = {m: i for i, m in enumerate(job.family.members)}
+    new = list(values)
+    for member in job.finding.missing:
+        spelling = _spell_like(spelled[0], member, ctx)
+        position = len(new)
+        for index, (_, present) in enumerate(new):
+            if present in order and order[present] > order[member]:
+                position = index
+                break
+        new.insert(position, (spelling, member))
+    replacement = " | ".join(t for t, _ in new)
+    subject = ast.get_source_segment(text, statement.subject) or ast.unparse(statement.subject)
+    before = f"({subject}) in ({', '.join(t for t, _ in values)},)"
+    after = f"({subject}) in ({', '.join(t for t, _ in new)},)"
+    return Rewrite(
+        style="minimal",
+        primary=Replacement(start, end, replacement),
+        extra=(),
+        before=before,
+        after=after,
+        receivers=frozenset({ast.unparse(statement.subject)}),
+    )
+
+
+def _spell_like(sibling: str, member: str, ctx: FileContext) -> str:
+    """``MoeA2ABackend.MORI`` or ``"mori"``, written like ``sibling``."""
+    universe = ctx.universe
+    if sibling[:1] in "'\"":
+        quote = sibling[0]
+        return f"{quote}{member}{quote}"
+    attr = next((m.attr for m in universe.members if m.value == member), member)
+    return f"{sibling.rsplit('.', 1)[0]}.{attr}"
 
 
 def _fragment(text: str, start: int, end: int) -> Fragment:
@@ -205,7 +283,7 @@ def _plan_constant(
     new_end, replacement = _insert(
         ctx, job, (start, end), items, members, groups, lambda t: collection_chain(t, t.root)
     )
-    old = string_set_literal(value) or frozenset()
+    old = collection_members(value, ctx.universe) or frozenset()
     expression = text[site_range[0] : site_range[1]]
     return Rewrite(
         style="minimal",
@@ -233,8 +311,8 @@ def _constant_definition(
             continue
         if len(values) > 1:
             raise Refusal(f"constant {name} is assigned more than once; edit it by hand")
-        if string_set_literal(values[0]) is None:
-            raise Refusal(f"constant {name} is not a literal collection of strings")
+        if collection_members(values[0], ctx.universe) is None:
+            raise Refusal(f"constant {name} is not a literal collection of members")
         return values[0], scope_node or ctx.tree, local
     raise Refusal(f"constant {name} is not assigned in this module")
 

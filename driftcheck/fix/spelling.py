@@ -1,6 +1,7 @@
 """Spell a new operand the way its sibling is spelled, naming another member.
 
-``_a2a_backend.is_deepep()`` -> ``_a2a_backend.is_deepep_v2()``; ``'deepep'`` ->
+``_a2a_backend.is_deepep()`` -> ``_a2a_backend.is_deepep_v2()``; ``cfg.use_mesh_ll`` ->
+``cfg.use_relay_v2`` (a property of the same class); ``'deepep'`` ->
 ``'deepep_v2'`` (same quotes and prefix); ``MoeA2ABackend.DEEPEP`` ->
 ``MoeA2ABackend.DEEPEP_V2``; ``cfg.moe_a2a_backend == "deepep"`` ->
 ``cfg.moe_a2a_backend == "deepep_v2"``; ``not b.is_deepep()`` -> ``not b.is_deepep_v2()``.
@@ -61,7 +62,7 @@ def _respell(
         operand = _respell(node.operand, tree.expression, member, universe)
         return None if operand is None else tree.with_changes(expression=operand)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.args:
-        method = universe.predicate_for(member)
+        method = universe.predicate_for(member, like=node.func.attr)
         if method is None or node.func.attr not in universe.predicates:
             return None
         if not (isinstance(tree, cst.Call) and isinstance(tree.func, cst.Attribute)):
@@ -83,6 +84,11 @@ def _respell(
                 return None
             return tree.with_changes(comparisons=[target.with_changes(comparator=right)])
         return None
+    if isinstance(node, ast.Attribute) and node.attr in universe.predicates:
+        prop = universe.predicate_for(member, like=node.attr)
+        if prop is None or not isinstance(tree, cst.Attribute) or tree.attr.value != node.attr:
+            return None
+        return tree.with_changes(attr=tree.attr.with_changes(value=prop))
     return _respell_value(node, tree, member, universe)
 
 

@@ -89,6 +89,14 @@ class SourceFile:
         """The content digest the scan cache uses, of the bytes as read."""
         return content_digest(self.data)
 
+    @property
+    def newline(self) -> str:
+        """The file's line ending (``\n`` when it has none yet)."""
+        for ending in ("\r\n", "\r", "\n"):
+            if ending in self.text:
+                return ending
+        return "\n"
+
     def encode(self, text: str) -> bytes:
         """``text`` in this file's encoding, with its byte-order mark when it had one."""
         body = text.encode(self.encoding)

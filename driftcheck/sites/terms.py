@@ -47,6 +47,16 @@ def _collection_items(node: ast.expr) -> list[ast.expr] | None:
     return None
 
 
+def collection_members(node: ast.expr, universe: Universe) -> frozenset[str] | None:
+    """The members a literal collection names (strings or enum members), None when it is
+    not a collection or names none; elements that are not members are left out."""
+    items = _collection_items(node)
+    if items is None:
+        return None
+    members = {single[1] for item in items if (single := single_value(item, universe))}
+    return frozenset(members) if members else None
+
+
 def member_constants(body: list[ast.stmt], universe: Universe) -> dict[str, frozenset[str]]:
     """Names assigned a collection of members (strings or enum members) in ``body``."""
     found: dict[str, frozenset[str]] = {}
@@ -58,12 +68,9 @@ def member_constants(body: list[ast.stmt], universe: Universe) -> dict[str, froz
             target, value = stmt.target, stmt.value
         if not isinstance(target, ast.Name) or value is None:
             continue
-        items = _collection_items(value)
-        if items is None:
-            continue
-        members = {single[1] for item in items if (single := single_value(item, universe))}
+        members = collection_members(value, universe)
         if members:
-            found[target.id] = frozenset(members)
+            found[target.id] = members
     return found
 
 

@@ -119,7 +119,9 @@ class _Builder:
                 exc.line or located.line,
             ) from exc
         accepted, conditions = truth_summary(table)
-        ordered = [v for v in _source_order(located, vocabulary) if v in accepted]
+        ordered = [
+            v for v in _source_order(located, vocabulary, self.by_key[key][2]) if v in accepted
+        ]
         ordered += [v for v in values if v in accepted and v not in ordered]
         access = {
             "function": "function",
@@ -167,8 +169,9 @@ def _constant_truth(interp: Interpreter, value: ast.expr) -> bool:
     return interp.member in collection
 
 
-def _source_order(located: Located, vocabulary: Vocabulary) -> list[str]:
-    """Members in the order the canonical's body mentions them (stable, readable output)."""
+def _source_order(located: Located, vocabulary: Vocabulary, families: list[Family]) -> list[str]:
+    """Members in the order the canonical's body mentions them (stable, readable output); a
+    call of another canonical helper stands for its members in its order."""
     node: ast.AST | None = located.function or located.value
     if node is None:
         return []
@@ -178,7 +181,17 @@ def _source_order(located: Located, vocabulary: Vocabulary) -> list[str]:
     mentions: list[tuple[int, int, list[str]]] = []
     for sub in ast.walk(node):
         found: list[str] = []
-        if isinstance(sub, ast.Attribute):
+        helper = next(
+            (
+                f
+                for f in families
+                if isinstance(sub, ast.Call) and getattr(sub.func, "id", None) == f.name
+            ),
+            None,
+        )
+        if helper is not None:
+            found = list(helper.members)
+        elif isinstance(sub, ast.Attribute):
             pred = vocabulary.predicates.get(sub.attr)
             if pred is not None:
                 found = [m.value for m in vocabulary.members if m.value in pred.members]
