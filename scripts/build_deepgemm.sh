@@ -10,20 +10,26 @@
 #   pip install --no-build-isolation --no-deps --target TARGET .
 # against the python3 on PATH and its torch. Then `PYTHONPATH=TARGET python3 -c "import deep_gemm"`.
 #
-# VARIANT (default: bsymbolic) is one hypothesis about the JIT segfault (docs/gpu-deepgemm.md):
-#   stock             the checkout as it is
-#   bsymbolic         link with -Wl,-Bsymbolic: the extension's own references bind to its own
-#                     definitions (std::regex, iostream templates), not to the weak copies
-#                     libtorch_cpu.so / libc10.so export
-#   static-libstdcxx  -static-libstdc++ -static-libgcc -Wl,--exclude-libs,ALL -Wl,-Bsymbolic
-#   no-regex          stock link, std::regex replaced by a hand-written scanner in
+# VARIANT is one hypothesis about the JIT segfault, each tried on the H200 (docs/gpu-deepgemm.md;
+# "runs" = every JIT kernel of scripts/deepgemm_probe.py runs and is correct):
+#   static-libstdcxx  (default; the build the measured runs used; runs)
+#                     -static-libstdc++ -static-libgcc -Wl,--exclude-libs,ALL -Wl,-Bsymbolic
+#   dynamic-libstdcxx (runs) stock, plus the shared libstdc++.so.6 named by its path, so the
+#                     runtime is the process's one (NEEDED libstdc++.so.6, versioned references)
+#   exclude-libs      (runs) stock, plus -Wl,--exclude-libs,ALL: the static copy stays private
+#   stock             (segfaults) the checkout as it is: the image's CXX (/opt/gcc/bin/g++)
+#                     links libstdc++ in statically and exports that copy's symbols
+#   bsymbolic         (segfaults) -Wl,-Bsymbolic: the extension's references bind to its own
+#                     definitions (std::regex templates), not the weak copies torch exports
+#   no-regex          (segfaults) std::regex replaced by a hand-written scanner in
 #                     csrc/jit/include_parser.hpp and by sscanf for the nvcc version
-#   cxx20             stock link, -std=c++20 instead of -std=c++17 for the extension
+#   cxx20             (segfaults) -std=c++20 instead of -std=c++17 for the extension
+#   link-libstdcxx    (segfaults) -Wl,--no-as-needed -lstdc++: resolves to the static archive too
 set -euo pipefail
 
 src=$(realpath "$1")
 target=$(realpath -m "$2")
-variant=${3:-bsymbolic}
+variant=${3:-static-libstdcxx}
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
@@ -40,6 +46,9 @@ case "$variant" in
     stock) ;;
     bsymbolic) link_args="-Wl,-Bsymbolic" ;;
     static-libstdcxx) link_args="-static-libstdc++ -static-libgcc -Wl,--exclude-libs,ALL -Wl,-Bsymbolic" ;;
+    link-libstdcxx) link_args="-Wl,--no-as-needed -lstdc++" ;;
+    exclude-libs) link_args="-Wl,--exclude-libs,ALL" ;;
+    dynamic-libstdcxx) link_args="-Wl,--no-as-needed $(g++ -print-file-name=libstdc++.so.6)" ;;
     no-regex | cxx20) ;;
     *) echo "error: unknown variant $variant" >&2; exit 2 ;;
 esac
@@ -113,3 +122,5 @@ DG_USE_LOCAL_VERSION=0 TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} MAX_JOB
 echo "built DeepGEMM ($variant) into $target in $(( $(date +%s) - started )) s"
 so=$(ls "$target"/deep_gemm/_C*.so)
 readelf -d "$so" | grep -E "NEEDED|FLAGS" | sed "s|^|  $variant: |"
+undefined=$(readelf -W --dyn-syms "$so" | grep ' UND ' | grep -E '_ZNS|_ZNKS|_ZSt' || true)
+echo "  $variant: undefined std:: references: $(grep -c . <<<"$undefined"), versioned @GLIBCXX: $(grep -c '@GLIBCXX' <<<"$undefined")"

@@ -10,11 +10,12 @@
 # (scripts/deepgemm_probe.py), then, for the first variant whose JIT kernels all run, compiles
 # the K3-shaped kernels into the JIT cache /tmp/dg-jit and packs the build and the cache into OUT
 # (deep_gemm-VARIANT.tar.gz, dg-jit.tar.gz) for later runs to unpack at the same paths.
+# DG_VARIANTS overrides the variants tried (in order of preference).
 set -uo pipefail
 src=$(realpath "$1")
 out=$(realpath -m "$2")
 here=$(dirname "$(realpath "$0")")
-variants=${DG_VARIANTS:-"stock bsymbolic static-libstdcxx no-regex cxx20"}
+variants=${DG_VARIANTS:-"static-libstdcxx dynamic-libstdcxx exclude-libs stock bsymbolic no-regex cxx20 link-libstdcxx"}
 mkdir -p "$out"
 
 python3 - <<'PY'
@@ -24,7 +25,8 @@ print("torch", torch.__version__, "cuda", torch.version.cuda,
 print("\n".join(l for l in torch.__config__.show().splitlines() if "CXX" in l or "GCC" in l or "C++" in l))
 PY
 nvcc --version | tail -2
-gcc --version | head -1
+echo "CXX=${CXX-} ($(${CXX:-g++} --version | head -1)); g++ finds libstdc++.so at $(g++ -print-file-name=libstdc++.so)"
+python3 -c "import torch; print('libstdc++ in the process after import torch:', sorted({l.split()[-1] for l in open('/proc/self/maps') if 'libstdc++' in l}))"
 
 started=$(date +%s)
 for v in $variants; do
@@ -33,7 +35,7 @@ for v in $variants; do
 done
 wait
 echo "builds done in $(( $(date +%s) - started )) s"
-grep -h "FLAGS\|NEEDED.*stdc" "$out"/build-*.log
+grep -h "FLAGS\|NEEDED.*stdc\|undefined std" "$out"/build-*.log
 
 if [[ -d /tmp/dg-stock/deep_gemm ]]; then
     LD_DEBUG=bindings LD_DEBUG_OUTPUT=/tmp/ld-bindings PYTHONPATH=/tmp/dg-stock \
