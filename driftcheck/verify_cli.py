@@ -256,11 +256,12 @@ def _run_layer(
 
 def _layer_summary(report: dict[str, Any]) -> str:
     arms = report["arms"]
-    runner = report.get("runner") or {}
+    runner = report.get("runner")
+    used = f"{runner['used']} {runner['version']}" if runner else "n/a"
     lines = [
         "",
-        f"layer verification ({arms['reference']} vs {arms['test']}, runner "
-        f"{runner.get('used', 'n/a')} {runner.get('version', '')}): {report['verdict']}",
+        f"layer verification ({arms['reference']} vs {arms['test']}, runner {used}): "
+        f"{report['verdict']}",
     ]
     for site in report["sites"]:
         lines.append(
