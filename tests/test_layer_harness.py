@@ -189,3 +189,13 @@ def test_a_phase_without_a_predicate_for_an_arm_is_rejected_before_any_rank_star
 def test_an_unknown_role_is_rejected_before_any_rank_starts() -> None:
     with pytest.raises(ValueError, match="role must be one of ep_a2a, forward_switch"):
         confirm_plans(K3_PLANS, role="cuda_graph_split")
+
+
+def test_a_tp_sharded_shared_expert_behind_a_partial_sum_backend_keeps_its_tp_reduce() -> None:
+    report = confirm_plans(
+        {"check": {"deepep": True, "none": False}}, arms=("deepep", "none"), role="shared_expert"
+    )
+    check = report["check"]
+    assert check["plan"] == {"deepep": "shared_replicated", "none": "shared_tp"}
+    assert check["signature"]["none"]["detected"] is False
+    assert check["rel_l2"] < 1e-5

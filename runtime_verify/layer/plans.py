@@ -3,9 +3,10 @@
 ``standard`` / ``forward_normal``: DP-gather every token, MoE over all of them, TP all-reduce of
 routed + (TP-sharded) shared, keep this rank's rows. ``ep_a2a`` / ``forward_deepep``: this rank's
 own tokens straight through the dispatcher, replicated shared expert, no gather, no reduce.
-``shared_replicated`` / ``shared_tp``: the EP all-to-all plan (the layer's routed plan is chosen
-by other code, taken here to follow the helper) with the shared expert replicated, or TP-sharded
-and so left as this rank's partial with no reduce to complete it.
+``shared_replicated`` / ``shared_tp``: the layer's routed plan is chosen by other code, taken
+here to follow the helper: behind a combining dispatcher the EP all-to-all plan, with the shared
+expert replicated, or TP-sharded and so left as this rank's partial with no reduce to complete
+it; behind a non-combining one, ``shared_tp`` is the standard plan.
 
 Every plan also returns probes that do not feed the output: the routed part as it reached the
 rows (the standard plan all-reduces it separately), the shared part, and the shared part with
@@ -79,7 +80,13 @@ def ep_a2a_plan(
 def shared_tp_plan(
     local: torch.Tensor, comm: Comm, layer: LayerWeights, dispatcher: Dispatcher
 ) -> LayerOutput:
-    """The EP all-to-all plan with a TP-sharded shared expert: its partial is never reduced."""
+    """The EP all-to-all plan with a TP-sharded shared expert: its partial is never reduced.
+
+    Behind a non-combining dispatcher the layer keeps its TP reduce (the standard plan), which
+    completes the TP-sharded shared expert too.
+    """
+    if not dispatcher.combines:
+        return standard_plan(local, comm, layer, dispatcher)
     routed = _ep_routed(local, layer, dispatcher)
     w13, w2 = layer.shared_tp.w13[0], layer.shared_tp.w2[0]
     partial = swiglu(local, w13, w2)
