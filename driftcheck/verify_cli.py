@@ -3,8 +3,10 @@
 ``verify`` proves each finding's fix with a truth table (CPU, milliseconds) and, with
 ``--layer``, confirms it on the K3-style MoE layer harness (torch; CPU gloo or CUDA NCCL).
 Exit codes: 0 every site proven (and, with ``--layer``, every site run confirmed); 1 a site
-refuted or unproven, or a layer run not confirmed; 2 bad usage, an unreadable tree, or a
-layer run that could not start.
+refuted or unproven, or a layer run refuted or inconclusive; 2 bad usage, an unreadable tree,
+or a layer run that could not start; 3 (``--layer`` only, everything else passing) no site is
+eligible for a layer run (none chooses a communication plan the harness models), so nothing
+was confirmed.
 
 ``gen-test`` writes the registry-completeness pytest module for the target repository.
 """
@@ -26,9 +28,11 @@ from .report.text import format_problem
 from .runtime_verify.layer.shapes import SHAPES
 
 if TYPE_CHECKING:
+    from .runtime_verify.layer_run import LayerSettings
     from .runtime_verify.proof import SiteProof
 
 DEFAULT_CODES = ("DC001", "DC003")
+EXIT_NO_ELIGIBLE_SITE = 3
 
 
 def _checked(
@@ -128,6 +132,14 @@ def _arms(value: str) -> tuple[str, str]:
     "--seed", type=int, default=0, show_default=True, help="--layer: weight and input seed."
 )
 @click.option(
+    "--runner",
+    type=click.Choice(["torch", "deep_gemm"]),
+    default="torch",
+    show_default=True,
+    help="--layer: routed experts on torch matmuls or DeepGEMM's m-grouped contiguous GEMM "
+    "(CUDA, bf16; torch when deep_gemm is not importable, and the report says so).",
+)
+@click.option(
     "--report",
     "report_path",
     type=click.Path(path_type=Path),
@@ -153,6 +165,7 @@ def verify_command(
     shape: str,
     arms: str,
     seed: int,
+    runner: str,
     report_path: Path | None,
     report_md_path: Path | None,
 ) -> None:
@@ -167,9 +180,12 @@ def verify_command(
     result = _checked(paths, config_path, select, no_cache)
     findings = select_sites(_family_findings(result, fix_style), sites)
     proofs = [prove(result, finding) for finding in findings]
-    layer_report = (
-        _run_layer(result, proofs, arm_pair, device, world_size, shape, seed) if layer else None
-    )
+    layer_report = None
+    if layer:
+        from .runtime_verify.layer_run import LayerSettings
+
+        settings = LayerSettings(arm_pair, shape, world_size, device, seed, runner)
+        layer_report = _run_layer(result, proofs, settings)
     if output_format == "json":
         document: dict[str, Any] = {"sites": [proof_dict(p) for p in proofs]}
         if layer_report is not None:
@@ -194,25 +210,26 @@ def verify_command(
         report_md_path.write_text(layer_markdown(layer_report))
     if result.problems:
         sys.exit(2)
-    from .runtime_verify.layer_run import layer_passed
+    sys.exit(_exit_code(proofs, layer_report))
 
-    proven = all(p.verdict == "proven" for p in proofs)
-    sys.exit(0 if proven and (layer_report is None or layer_passed(layer_report)) else 1)
+
+def _exit_code(proofs: list[SiteProof], layer_report: dict[str, Any] | None) -> int:
+    from .runtime_verify.layer_run import NO_ELIGIBLE_SITE, layer_passed
+
+    if not all(p.verdict == "proven" for p in proofs):
+        return 1
+    if layer_report is None or layer_passed(layer_report):
+        return 0
+    return EXIT_NO_ELIGIBLE_SITE if layer_report["verdict"] == NO_ELIGIBLE_SITE else 1
 
 
 def _run_layer(
-    result: CheckResult,
-    proofs: list[SiteProof],
-    arms: tuple[str, str],
-    device: str,
-    world_size: int,
-    shape: str,
-    seed: int,
+    result: CheckResult, proofs: list[SiteProof], settings: LayerSettings
 ) -> dict[str, Any]:
-    from .runtime_verify.layer_run import LayerSettings, run_layer
+    from .runtime_verify.layer_run import run_layer
 
     assert result.universe is not None
-    unknown = [arm for arm in arms if arm not in result.universe.values]
+    unknown = [arm for arm in settings.arms if arm not in result.universe.values]
     if unknown:
         click.echo(
             f"error: --arms names {', '.join(unknown)}, not members of {result.universe.enum_name}",
@@ -224,38 +241,41 @@ def _run_layer(
     except ImportError:
         click.echo("error: --layer needs torch (pip install 'driftcheck[verify]')", err=True)
         sys.exit(2)
-    settings = LayerSettings(
-        arms=arms, shape=shape, world_size=world_size, device=device, seed=seed
-    )
     try:
-        return run_layer(proofs, settings, progress=lambda text: click.echo(text, err=True))
+        return run_layer(
+            proofs, settings, result.root, progress=lambda text: click.echo(text, err=True)
+        )
     except Exception as exc:  # a rank's failure (no GPU, NCCL, memory) arrives as any type
         click.echo(f"error: the layer run failed: {type(exc).__name__}: {exc}", err=True)
         sys.exit(2)
 
 
 def _layer_summary(report: dict[str, Any]) -> str:
+    arms = report["arms"]
+    runner = report.get("runner")
+    used = f"{runner['used']} {runner['version']}" if runner else "n/a"
     lines = [
         "",
-        f"layer verification ({report['arms']['reference']} vs {report['arms']['test']}): {report['verdict']}",
+        f"layer verification ({arms['reference']} vs {arms['test']}, runner {used}): "
+        f"{report['verdict']}",
     ]
     for site in report["sites"]:
-        before, after = site["before"], site["after"]
-        ratio = before["double_reduce"]["ratio"]
         lines.append(
-            f"  {site['path']}:{site['line']} {site['symbol']}: {site['verdict']} "
-            f"(before: plans {_plans(before)}, max_abs_diff {before['max_abs_diff']:.3g}, routed ratio {ratio:.3f}; "
-            f"after: plans {_plans(after)}, bit-exact {'yes' if after['bit_exact'] else 'no'})"
+            f"  {site['path']}:{site['line']} {site['symbol']} [{site['role']}]: "
+            f"{site['verdict']}: {site['verdict_reason']}"
         )
+    for entry in report["not_plan_sites"]:
+        lines.append(f"  {entry['path']}:{entry['line']} {entry['symbol']}: {entry['reason']}")
     for skipped in report["skipped"]:
         lines.append(
             f"  {skipped['path']}:{skipped['line']} {skipped['symbol']}: not run: {skipped['reason']}"
         )
+    if not report["sites"]:
+        lines.append(
+            "  no site is eligible for a layer run: none chooses a communication plan the "
+            "harness models"
+        )
     return "\n".join(lines)
-
-
-def _plans(phase: dict[str, Any]) -> str:
-    return "/".join(phase["plan"].values())
 
 
 @click.command("gen-test")

@@ -1,24 +1,32 @@
-"""Wire truth tables to the GPU layer harness: each site's plan decision per arm, before and
-after its fix, run through :func:`driftcheck.runtime_verify.layer.confirm_plans`.
+"""Wire truth tables to the GPU layer harness: each eligible site's plan decision per arm,
+before and after its fix, run through :func:`driftcheck.runtime_verify.layer.confirm_plans`.
 
-The harness receives booleans only. An arm's decision is whether the site accepts it as a
-member of the family (its value, negated for a negative site) as read from the truth table,
-so nothing from the linted tree is ever called. A site is skipped, with its reason, when it
-has no fix, no truth table, an arm whose value depends on a narrowing or a free input, or a
-fix that changes neither arm's plan (the run could show nothing).
+A site is eligible only when its value chooses a communication plan the harness models
+(:func:`driftcheck.runtime_verify.plan_role.plan_role`, read from the site's module with
+``ast``); every other site is listed under ``not_plan_sites`` with the reason, and is never
+counted as confirmed. The harness receives booleans only: whether the site accepts each arm
+as a member of the family (its value, negated for a negative site), read from the truth
+table, so nothing from the linted tree is ever called. An eligible site is skipped, with its
+reason, when it has no fix, no truth table, an arm whose value depends on a narrowing or a
+free input, or a fix that changes neither arm's plan (the run could show nothing).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from driftcheck.scan import decode_source
+
 from .layer import confirm_plans, report_markdown
+from .plan_role import NotPlanSite, PlanRole, plan_role
 from .proof import SiteProof
 from .render import proof_dict
 
 Plans = dict[str, dict[str, bool]]
+NO_ELIGIBLE_SITE = "no eligible site"
 
 
 @dataclass(frozen=True)
@@ -30,11 +38,22 @@ class LayerSettings:
     world_size: int = 2
     device: str = "cpu"
     seed: int = 0
+    runner: str = "torch"
 
 
 def site_label(proof: SiteProof) -> str:
     """``path:line symbol``."""
     return f"{proof.finding.path}:{proof.finding.span.line} {proof.finding.symbol}"
+
+
+def site_role(root: Path, proof: SiteProof) -> PlanRole | NotPlanSite:
+    """What the site's value controls, read from its module under ``root``."""
+    finding = proof.finding
+    try:
+        source = decode_source((root / finding.path).read_bytes())
+    except OSError as exc:
+        return NotPlanSite(f"{finding.path} cannot be read: {exc}")
+    return plan_role(source, finding.path, finding.span, finding.symbol)
 
 
 def arm_plans(proof: SiteProof, arms: tuple[str, str]) -> Plans | str:
@@ -62,35 +81,46 @@ def arm_plans(proof: SiteProof, arms: tuple[str, str]) -> Plans | str:
 def run_layer(
     proofs: list[SiteProof],
     settings: LayerSettings,
+    root: Path,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Run every runnable site through the harness; the report is JSON-serialisable.
+    """Run every eligible site through the harness; the report is JSON-serialisable.
 
-    ``sites`` holds one entry per run (``before``/``after`` with ``bit_exact``,
-    ``max_abs_diff``, ``top5_agree``, ``plan``, ``seconds``, and the harness ``verdict``);
-    ``skipped`` names each site not run and why. With exactly one run, its ``before``,
-    ``after`` and ``verdict`` are also at the top level.
+    ``sites`` holds one entry per run (``role`` and ``role_evidence``, ``plans``, ``before``/``after`` and the
+    harness ``verdict`` and ``verdict_reason``); ``not_plan_sites`` names each site whose value
+    chooses no modelled communication plan, and why; ``skipped`` each eligible site not run and
+    why. ``verdict`` is ``confirmed`` (every run confirmed), ``refuted`` (some run refuted),
+    ``inconclusive``, or ``no eligible site`` (nothing ran). With exactly one run, its
+    ``before``, ``after`` and a ``site`` label are also at the top level.
     """
     emit = progress or (lambda _text: None)
-    runnable: list[tuple[SiteProof, Plans]] = []
+    runnable: list[tuple[SiteProof, PlanRole, Plans]] = []
     skipped: list[dict[str, Any]] = []
+    not_plan: list[dict[str, Any]] = []
     for proof in proofs:
+        role = site_role(root, proof)
+        if isinstance(role, NotPlanSite):
+            not_plan.append({**_where(proof), "reason": role.reason})
+            continue
         plans = arm_plans(proof, settings.arms)
         if isinstance(plans, str):
-            skipped.append({**_where(proof), "reason": plans})
+            skipped.append({**_where(proof), "role": role.kind, "reason": plans})
         else:
-            runnable.append((proof, plans))
+            runnable.append((proof, role, plans))
     report: dict[str, Any] = {
         "environment": None,
+        "runner": None,
         "arms": {"reference": settings.arms[0], "test": settings.arms[1]},
         "sites": [],
+        "not_plan_sites": not_plan,
         "skipped": skipped,
     }
-    for index, (proof, plans) in enumerate(runnable, 1):
+    for index, (proof, role, plans) in enumerate(runnable, 1):
         label = site_label(proof)
         emit(
-            f"layer {index}/{len(runnable)}: {label}: arms {', '.join(settings.arms)}, "
-            f"{settings.world_size} ranks on {settings.device}, shape {settings.shape}"
+            f"layer {index}/{len(runnable)}: {label} ({role.kind}: {role.describe()}): arms "
+            f"{', '.join(settings.arms)}, {settings.world_size} ranks on {settings.device}, "
+            f"shape {settings.shape}, runner {settings.runner}"
         )
         family = _family(proof)
         result = confirm_plans(
@@ -101,71 +131,85 @@ def run_layer(
             device=settings.device,
             family=family,
             seed=settings.seed,
+            role=role.kind,
+            runner=settings.runner,
             progress=lambda text, label=label: emit(f"{label}: {text}"),
         )
         report["environment"] = report["environment"] or result["environment"]
+        report["runner"] = report["runner"] or result["runner"]
         report["sites"].append(
             {
                 **_where(proof),
+                "role_evidence": list(role.evidence),
                 "plans": plans,
                 "family": sorted(family),
-                "environment": result["environment"],
-                "before": result["before"],
-                "after": result["after"],
-                "verdict": result["verdict"],
+                **{key: result[key] for key in _RESULT_KEYS},
                 "truth_table": proof_dict(proof),
             }
         )
     if len(report["sites"]) == 1:
         only = report["sites"][0]
-        report.update(
-            site=_label_of(only),
-            before=only["before"],
-            after=only["after"],
-            verdict=only["verdict"],
-        )
-    else:
-        report["verdict"] = overall_verdict(report)
+        report.update(site=_label_of(only), before=only["before"], after=only["after"])
+    report["verdict"] = overall_verdict(report)
     return report
 
 
+_RESULT_KEYS = (
+    "environment",
+    "runner",
+    "role",
+    "arms",
+    "criterion",
+    "before",
+    "after",
+    "verdict",
+    "verdict_reason",
+)
+
+
 def overall_verdict(report: dict[str, Any]) -> str:
-    """``confirmed`` when every site run is confirmed (or none could be run)."""
-    failed = [_label_of(s) for s in report["sites"] if s["verdict"] != "confirmed"]
-    if failed:
-        return f"not confirmed: {', '.join(failed)}"
-    return "confirmed" if report["sites"] else "nothing to run"
+    """``confirmed`` only when at least one site ran and every one was confirmed."""
+    verdicts = [site["verdict"] for site in report["sites"]]
+    if not verdicts:
+        return NO_ELIGIBLE_SITE
+    if "refuted" in verdicts:
+        return "refuted"
+    return "confirmed" if all(v == "confirmed" for v in verdicts) else "inconclusive"
 
 
 def layer_passed(report: dict[str, Any]) -> bool:
-    """Whether every site that ran was confirmed."""
-    return all(site["verdict"] == "confirmed" for site in report["sites"])
+    """Whether the layer run confirmed every site it ran, and ran at least one."""
+    return report["verdict"] == "confirmed"
 
 
 def layer_markdown(report: dict[str, Any]) -> str:
-    """A section per site (the harness's own tables, one heading level down) and the skips."""
+    """A section per site (the harness's own tables, one heading level down), then the sites
+    not run and why."""
     lines = ["# driftcheck layer verification", "", f"**Verdict:** {report.get('verdict')}", ""]
     for site in report["sites"]:
         lines += [f"## `{_label_of(site)}`", ""]
-        phases = {key: site[key] for key in ("environment", "before", "after", "verdict")}
-        section = report_markdown({**phases, "arms": report["arms"]})
+        lines += [f"Role: **{site['role']}**, from: " + "; ".join(site["role_evidence"]), ""]
+        section = report_markdown({key: site[key] for key in _RESULT_KEYS})
         body = [_demote(line) for line in section.splitlines()]
         if body and body[0].startswith("### Layer"):
             body = body[2:]  # the harness's own heading and the blank line after it
         lines += [*body, ""]
-        plans = site["plans"]
         lines += [
-            "Plan decisions from the truth table: "
+            "Membership from the truth table: "
             + "; ".join(
                 f"{phase}: " + ", ".join(f"{arm}={value}" for arm, value in flags.items())
-                for phase, flags in plans.items()
+                for phase, flags in site["plans"].items()
             ),
             "",
         ]
-    if report["skipped"]:
-        lines += ["## Not run", "", "| site | reason |", "| --- | --- |"]
-        lines += [f"| `{_label_of(s)}` | {s['reason']} |" for s in report["skipped"]]
-        lines.append("")
+    for title, entries in (
+        ("Not communication-plan sites", report["not_plan_sites"]),
+        ("Not run", report["skipped"]),
+    ):
+        if entries:
+            lines += [f"## {title}", "", "| site | reason |", "| --- | --- |"]
+            lines += [f"| `{_label_of(s)}` | {s['reason']} |" for s in entries]
+            lines.append("")
     return "\n".join(lines)
 
 

@@ -152,9 +152,22 @@ def test_verify_proves_the_fixes_without_running_the_tree(tree: Path, tripwire) 
 )
 def test_verify_layer_runs_the_harness_without_running_the_tree(tree: Path, tripwire) -> None:
     """The layer harness spawns rank processes: they too must not import the tree."""
+    # A layer runs only for a site that chooses a communication plan: let _ep_a2a skip a reduce.
+    model = tree / MODEL
+    model.write_text(
+        model.read_text().replace(
+            "class HostileForCausalLM:",
+            "    def forward(self, x):\n"
+            "        if not self._ep_a2a:\n"
+            "            x = tensor_model_parallel_all_reduce(x)\n"
+            "        return x\n\n\n"
+            "class HostileForCausalLM:",
+        )
+    )
     result = driftcheck(tree, tripwire, "verify", "--no-cache", "--layer", "--device", "cpu", MODEL)
     assert_never_ran(tripwire)
     assert result.returncode == 0, result.stdout + result.stderr
+    assert "_uses_ep_a2a [ep_a2a]: confirmed" in result.stdout
 
 
 def test_gen_test_writes_its_module_without_running_the_tree(tree: Path, tripwire) -> None:

@@ -188,18 +188,25 @@ def test_a_negative_site_decides_the_plan_by_what_it_accepts(tmp_path: Path) -> 
 
 
 def test_a_site_whose_fix_moves_no_arm_is_skipped_without_running(tmp_path: Path) -> None:
-    [proof] = _proofs(tmp_path, PPLX_ONLY)
-    report = run_layer([proof], LayerSettings())
+    reader = (
+        "\n    def forward(self, x):\n"
+        "        if not self.a2a:\n"
+        "            x = tensor_model_parallel_all_reduce(x)\n"
+        "        return x\n"
+    )
+    [proof] = _proofs(tmp_path, PPLX_ONLY + reader)
+    report = run_layer([proof], LayerSettings(), tmp_path / "example_tree")
     assert report["sites"] == []
     assert report["skipped"] == [
         {
             "path": "sglang/srt/models/example.py",
             "line": 11,
             "symbol": "Block.__init__",
+            "role": "ep_a2a",
             "reason": "the fix changes neither arm's plan (deepep, deepep_v2)",
         }
     ]
-    assert report["verdict"] == "nothing to run"
+    assert report["verdict"] == "no eligible site"
 
 
 def test_an_arm_decided_by_a_free_input_is_skipped(tmp_path: Path) -> None:
@@ -268,13 +275,14 @@ def test_layer_confirms_the_k3_fix_of_sglang_0_5_23_on_cpu(
     before, after = report["before"], report["after"]
     assert before["plan"] == {"deepep": "ep_a2a", "deepep_v2": "standard"}
     assert before["bit_exact"] is False
-    assert before["double_reduce"]["ratio"] == pytest.approx(2.0, abs=0.02)
+    assert before["signature"]["deepep_v2"]["ratio"] == pytest.approx(2.0, abs=0.02)
     assert after["plan"] == {"deepep": "ep_a2a", "deepep_v2": "ep_a2a"}
-    assert (after["bit_exact"], after["max_abs_diff"], after["top5_agree"]) == (True, 0.0, True)
+    assert after["agreement"]["passed"] is True
     assert {"seconds", "max_abs_diff", "top5_agree", "bit_exact", "plan"} <= set(before)
     assert report["verdict"] == "confirmed"
+    assert report["sites"][0]["role"] == "ep_a2a"
     assert (
         "sglang/srt/models/kimi_k3.py:440 _uses_ep_a2a: [before] test arm deepep_v2: "
-        "standard plan, combining dispatcher, world size 2"
+        "standard plan, deepep-elastic-expand dispatcher, torch experts, world size 2"
     ) in result.stderr.splitlines()
     assert "## `sglang/srt/models/kimi_k3.py:440 _uses_ep_a2a`" in markdown.read_text()

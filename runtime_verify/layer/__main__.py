@@ -28,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--world-size", type=int, default=None, help="default 2, or torchrun's")
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--runner", default="torch", choices=("torch", "deep_gemm"))
     parser.add_argument("--report", help="write the JSON report here")
     parser.add_argument("--markdown", help="write the Markdown report here")
     args = parser.parse_args(argv)
@@ -40,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         world_size=world_size,
         device=args.device,
         seed=args.seed,
+        runner=args.runner,
         progress=lambda text: print(text, file=sys.stderr, flush=True),
     )
     if placement is None or placement.rank == 0:

@@ -18,22 +18,30 @@ def confirm_plans(
     device: str = "cpu",
     family: frozenset[str] = DEEPEP_FAMILY,
     seed: int = 0,
+    role: str = "ep_a2a",
+    runner: str = "torch",
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Run the K3-style MoE layer for both ``arms`` in every phase of ``plans`` and compare.
 
-    ``plans`` maps a phase ("before", "after") to each arm's value of the EP all-to-all
-    predicate: ``True`` takes the EP all-to-all plan, ``False`` the standard DP-gather/TP-reduce
-    plan. An arm in ``family`` gets a dispatcher that combines across ranks itself; any other
-    arm gets a partial-sum dispatcher. ``arms`` is ``(reference, test)``.
+    ``plans`` maps a phase ("before", "after") to each arm's value of the site's predicate:
+    ``True`` when the site counts the arm's backend as a family member. ``role`` says what that
+    value chooses (:mod:`.roles`): for ``ep_a2a`` and ``forward_switch`` the EP all-to-all plan
+    against the DP-gather/TP-reduce plan, for ``shared_expert`` a replicated against a TP-sharded
+    shared expert. An arm in ``family`` gets a combining dispatcher (``deepep_v2`` DeepEP's
+    elastic model, every other member the legacy normal-mode model), any other arm a
+    partial-sum one. ``arms`` is ``(reference, test)``. ``runner`` is ``"torch"`` or
+    ``"deep_gemm"`` (DeepGEMM's m-grouped contiguous GEMM when importable on CUDA; torch
+    otherwise, and the report says why).
 
     Runs ``world_size`` ranks (spawned here, or the ranks ``torchrun`` started when RANK and
     WORLD_SIZE are set) on ``device`` ("cpu" or "cuda"). Progress lines go to ``progress``.
 
-    Returns a JSON-serialisable report: ``environment``, ``arms``, one entry per phase
-    (``bit_exact``, ``max_abs_diff``, ``top5_agree``, ``top5_token_agreement``, ``plan``,
-    ``dispatcher``, ``seconds``, ``double_reduce``) and ``verdict`` ("confirmed" when the
-    arms differ before and are bit-exact after).
+    Returns a JSON-serialisable report: ``environment``, ``runner``, ``role``, ``arms``,
+    ``criterion``, one entry per phase (``plan``, ``correct_plan``, ``dispatcher``,
+    ``signature`` per arm, the comparison fields, ``agreement``, ``seconds`` per arm), and
+    ``verdict`` ("confirmed", "refuted" or "inconclusive", :mod:`.verdict`) with its
+    ``verdict_reason``.
     """
     job = Job(
         plans={phase: dict(flags) for phase, flags in plans.items()},
@@ -43,6 +51,8 @@ def confirm_plans(
         device=device,
         family=frozenset(family),
         seed=seed,
+        role=role,
+        runner=runner,
     )
     job.validate()
     from .launch import launch

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .roles import ROLE_PLANS
 from .shapes import get_shape
+
+RUNNERS = ("torch", "deep_gemm")
 
 
 @dataclass(frozen=True)
 class Job:
-    """The phases to run, each giving every arm's predicate value, and where to run them."""
+    """The phases to run, each giving every arm's predicate value (whether the site counts the
+    arm's backend as a family member), the site's role, and where and how to run them."""
 
     plans: dict[str, dict[str, bool]]
     arms: tuple[str, str]
@@ -18,6 +22,8 @@ class Job:
     device: str
     family: frozenset[str]
     seed: int
+    role: str = "ep_a2a"
+    runner: str = "torch"
 
     def validate(self) -> None:
         """Raise ``ValueError`` on a malformed job, naming what is wrong."""
@@ -32,6 +38,10 @@ class Job:
             wrong = [arm for arm in self.arms if not isinstance(flags[arm], bool)]
             if wrong:
                 raise ValueError(f"phase {phase!r}: predicate values for {wrong} are not bool")
+        if self.role not in ROLE_PLANS:
+            raise ValueError(f"role must be one of {', '.join(ROLE_PLANS)}, got {self.role!r}")
+        if self.runner not in RUNNERS:
+            raise ValueError(f"runner must be one of {', '.join(RUNNERS)}, got {self.runner!r}")
         if self.device not in ("cpu", "cuda"):
             raise ValueError(f"device must be 'cpu' or 'cuda', got {self.device!r}")
         if not isinstance(self.world_size, int) or self.world_size < 2:

@@ -4,42 +4,83 @@ from __future__ import annotations
 
 from typing import Any
 
-_NOT_PHASES = ("environment", "arms", "verdict")
+from .roles import SIGNATURE
+from .verdict import signature_text
+
+_NOT_PHASES = (
+    "environment",
+    "arms",
+    "verdict",
+    "verdict_reason",
+    "runner",
+    "role",
+    "criterion",
+)
 
 
 def report_markdown(report: dict[str, Any]) -> str:
-    """The verdict, an environment table and one row per phase."""
+    """The verdict, environment, runner and criterion, and one row per phase and arm."""
     arms = report.get("arms", {})
     reference, test = arms.get("reference", "reference"), arms.get("test", "test")
+    role = report.get("role", "ep_a2a")
+    key = SIGNATURE.get(role, "double_reduce")
     lines = [
         "## Layer verification",
         "",
-        f"**Verdict:** {report.get('verdict', 'n/a')}",
+        f"**Verdict:** {report.get('verdict', 'n/a')}: {report.get('verdict_reason', '')}",
         "",
         "### Environment",
         "",
         "| field | value |",
         "| --- | --- |",
     ]
-    lines += [f"| {key} | {_cell(value)} |" for key, value in report.get("environment", {}).items()]
     lines += [
+        f"| {key_} | {_cell(value)} |" for key_, value in report.get("environment", {}).items()
+    ]
+    runner = report.get("runner", {})
+    lines.append(
+        f"| runner | {runner.get('used', 'torch')} {runner.get('version', '')}"
+        + (f" ({runner['kernel']})" if "kernel" in runner else "")
+        + (
+            f"; requested {runner['requested']}: {runner['fallback']}"
+            if "fallback" in runner
+            else ""
+        )
+        + " |"
+    )
+    criterion = report.get("criterion", {})
+    lines += [
+        f"| role | {role} |",
+        f"| agreement criterion | {criterion.get('kind', 'n/a')}: {criterion.get('why', '')} |",
         "",
         f"### Phases (reference arm `{reference}`, test arm `{test}`)",
         "",
-        f"| phase | plan `{reference}` | plan `{test}` | bit-exact | max abs diff | top-5 agree "
-        "| top-5 tokens | double reduce | routed ratio (expected) | seconds |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        f"| phase | arm | dispatcher | plan (correct) | {key} vs its correct plan | seconds |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
-    for phase, entry in report.items():
-        if phase in _NOT_PHASES:
-            continue
-        plan, double = entry["plan"], entry["double_reduce"]
+    phases = [(name, entry) for name, entry in report.items() if name not in _NOT_PHASES]
+    for phase, entry in phases:
+        for arm in (reference, test):
+            sign = entry["signature"][arm]
+            lines.append(
+                f"| {phase} | {arm} | {entry['dispatcher'][arm]} | {entry['plan'][arm]} "
+                f"({entry['correct_plan'][arm]}) | {'**yes**' if sign['detected'] else 'no'}: "
+                f"{signature_text(key, sign)} | {entry['seconds'][arm]:.3f} |"
+            )
+    lines += [
+        "",
+        "| phase | bit-exact | max abs diff | rel L2 | top-5 ids agree | max top-5 logprob gap "
+        "| agreement |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for phase, entry in phases:
+        gap = entry["top5_max_logprob_diff"]
         lines.append(
-            f"| {phase} | {plan.get(reference, '?')} | {plan.get(test, '?')} "
-            f"| {_yes(entry['bit_exact'])} | {entry['max_abs_diff']:.4g} "
-            f"| {_yes(entry['top5_agree'])} | {entry['top5_token_agreement']} "
-            f"| {_yes(double['detected'])} | {double['ratio']:.4f} ({double['expected_ratio']}) "
-            f"| {entry['seconds']:.3f} |"
+            f"| {phase} | {_yes(entry['bit_exact'])} | {entry['max_abs_diff']:.4g} "
+            f"| {entry['rel_l2']:.3g} | {entry['top5_token_agreement']} "
+            f"| {'n/a' if gap is None else f'{gap:.3g}'} "
+            f"| {'passed' if entry['agreement']['passed'] else 'failed'}: "
+            f"{entry['agreement']['summary']} |"
         )
     return "\n".join(lines) + "\n"
 

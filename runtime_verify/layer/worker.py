@@ -11,17 +11,22 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from .agreement import criterion_for, judge_agreement
 from .budget import experts_that_fit, free_host_bytes
 from .comm import Comm
-from .compare import ArmResult, compare_arms, verdict
-from .dispatchers import make_dispatcher
+from .compare import ArmResult, compare_arms
+from .dispatchers import Dispatcher, implementation_of, make_dispatcher
 from .environment import Placement, describe, dist_backend, rank_device, ranks_per_memory
 from .inputs import dp_row_counts, dp_rows, prompt_embeddings
 from .job import Job
 from .lm_head import top5
-from .plans import PLANS, plan_name
+from .plans import PLANS
+from .roles import SIGNATURE, plan_for
+from .runners import Runner, contiguous_capacity, describe_runner, make_runner
 from .shapes import Shape, get_shape
+from .signatures import double_reduce, unreduced_partial
 from .store import LayerWeights
+from .verdict import judge
 
 Emit = Callable[[str], None]
 
@@ -61,6 +66,18 @@ def _run(
     shape.check(comm.world_size)
     if shape.experts < configured.experts:
         emit(f"memory allows {shape.experts} of {configured.experts} routed experts")
+    runner, note = make_runner(job.runner, device, dtype)
+    if note:
+        emit(f"runner {job.runner} not used: {note}; routed experts run on torch")
+    capacity = None
+    if runner.name == "deep_gemm":
+        capacity = contiguous_capacity(
+            comm.world_size,
+            shape.tokens,
+            shape.top_k,
+            shape.experts // comm.world_size,
+            runner.alignment,
+        )
 
     started = time.perf_counter()
     layer = LayerWeights(shape, job.seed, comm.rank, comm.world_size, device, dtype)
@@ -69,6 +86,8 @@ def _run(
         dp_rows(shape.tokens, comm.rank, comm.world_size)
     ]
     _synchronize(device)
+    implementations = tuple(implementation_of(arm, job.family) for arm in job.arms)
+    criterion = criterion_for(implementations, runner.name)  # type: ignore[arg-type]
     report: dict[str, Any] = {
         "environment": {
             **describe(
@@ -82,11 +101,16 @@ def _run(
             ),
             "setup_seconds": round(time.perf_counter() - started, 3),
         },
+        "runner": describe_runner(runner, job.runner, note),
+        "role": job.role,
         "arms": {"reference": job.arms[0], "test": job.arms[1]},
+        "criterion": criterion,
     }
     for phase, flags in job.plans.items():
-        report[phase] = _run_phase(phase, flags, job, comm, layer, local, emit)
-    report["verdict"] = verdict(report)
+        report[phase] = _run_phase(
+            phase, flags, job, comm, layer, local, runner, capacity, criterion, emit
+        )
+    report["verdict"], report["verdict_reason"] = judge(report)
     return report
 
 
@@ -100,7 +124,7 @@ def _agree_on_experts(
 ) -> int:
     """Rank 0 sizes the expert count to its free memory; every rank adopts its answer.
 
-    Plain tensors carry the answer (object collectives would need numpy); -1 means too little.
+    Plain tensors carry the answer (no object collectives); -1 means too little.
     """
     answer = torch.zeros(1, dtype=torch.int64, device=device)
     failure: MemoryError | None = None
@@ -128,11 +152,19 @@ def _agree_on_experts(
 
 def _build(layer: LayerWeights, job: Job) -> None:
     """Generate up front every weight some arm will use, so phase timings exclude it."""
-    for flags in job.plans.values():
-        for arm in job.arms:
-            _ = layer.routed_ep if arm in job.family else layer.routed_tp
-            _ = layer.shared_full if flags[arm] else layer.shared_tp
-    _ = layer.router, layer.lm_head
+    for arm in job.arms:
+        _ = layer.routed_ep if arm in job.family else layer.routed_tp
+    _ = layer.shared_full, layer.shared_tp, layer.router, layer.lm_head
+
+
+def _forward(
+    plan: str, comm: Comm, layer: LayerWeights, local: torch.Tensor, dispatcher: Dispatcher
+) -> list[torch.Tensor]:
+    out = PLANS[plan](local, comm, layer, dispatcher)
+    values, ids = top5(local + out.output, layer.lm_head)
+    counts = dp_row_counts(layer.shape.tokens, comm.world_size)
+    tensors = (out.output, out.routed, out.shared, out.shared_completed, values, ids)
+    return [comm.all_gather_rows(t, counts).cpu() for t in tensors]
 
 
 def _run_phase(
@@ -142,40 +174,48 @@ def _run_phase(
     comm: Comm,
     layer: LayerWeights,
     local: torch.Tensor,
+    runner: Runner,
+    capacity: int | None,
+    criterion: dict[str, Any],
     emit: Emit,
 ) -> dict[str, Any]:
-    started = time.perf_counter()
-    results = {}
+    results: dict[str, ArmResult] = {}
+    plans, correct, implementation, seconds, signature = {}, {}, {}, {}, {}
     for role, arm in zip(("reference", "test"), job.arms, strict=True):
-        dispatcher = make_dispatcher(arm, job.family, comm, layer)
-        plan = plan_name(flags[arm])
+        dispatcher = make_dispatcher(arm, job.family, comm, layer, runner, capacity)
+        plans[arm] = plan_for(job.role, flags[arm])
+        correct[arm] = plan_for(job.role, arm in job.family)
+        implementation[arm] = dispatcher.implementation
         emit(
-            f"[{phase}] {role} arm {arm}: {plan} plan, {_kind(arm, job)} dispatcher, "
-            f"world size {comm.world_size}"
+            f"[{phase}] {role} arm {arm}: {plans[arm]} plan, {dispatcher.implementation} "
+            f"dispatcher, {runner.name} experts, world size {comm.world_size}"
         )
-        out = PLANS[plan](local, comm, layer, dispatcher)
-        values, ids = top5(local + out.output, layer.lm_head)
-        counts = dp_row_counts(layer.shape.tokens, comm.world_size)
-        gathered = [
-            comm.all_gather_rows(t, counts).cpu() for t in (out.output, out.routed, values, ids)
-        ]
-        results[arm] = ArmResult(*gathered)
-    _synchronize(comm.device)
-    seconds = time.perf_counter() - started
+        _synchronize(comm.device)
+        started = time.perf_counter()
+        results[arm] = ArmResult(*_forward(plans[arm], comm, layer, local, dispatcher))
+        _synchronize(comm.device)
+        seconds[arm] = round(time.perf_counter() - started, 4)
+        right = results[arm]
+        if correct[arm] != plans[arm]:
+            right = ArmResult(*_forward(correct[arm], comm, layer, local, dispatcher))
+        signature[arm] = _signature(job.role, results[arm], right, comm.world_size)
     reference, test = job.arms
-    comparison = compare_arms(results[reference], results[test], comm.world_size)
-    double_reduce = comparison.pop("double_reduce")
+    comparison = compare_arms(results[reference], results[test])
     return {
+        "plan": plans,
+        "correct_plan": correct,
+        "dispatcher": implementation,
+        "signature": signature,
         **comparison,
-        "plan": {arm: plan_name(flags[arm]) for arm in job.arms},
-        "dispatcher": {arm: _kind(arm, job) for arm in job.arms},
-        "seconds": round(seconds, 4),
-        "double_reduce": double_reduce,
+        "agreement": judge_agreement(criterion, comparison),
+        "seconds": seconds,
     }
 
 
-def _kind(arm: str, job: Job) -> str:
-    return "combining" if arm in job.family else "partial-sum"
+def _signature(role: str, arm: ArmResult, right: ArmResult, world_size: int) -> dict[str, Any]:
+    if SIGNATURE[role] == "double_reduce":
+        return double_reduce(arm.routed, right.routed, world_size)
+    return unreduced_partial(arm.shared, arm.shared_completed, right.shared)
 
 
 def _synchronize(device: torch.device) -> None:
