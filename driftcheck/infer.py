@@ -4,8 +4,10 @@ A fork without ``is_deepep_class_backend()`` still holds hand-written copies of 
 ``is_deepep() or is_mooncake()`` in many files, ``is_deepep() or is_mooncake() or is_mori()``
 in the files that were updated when ``mori`` joined the enum. The copies are the evidence:
 
-1. every enumeration of two or more members that decides a property or picks a dispatch
-   arm is a copy of some set (validation allowlists are not: they list what is supported);
+1. every positive enumeration of two or more members that decides a property or picks a
+   dispatch arm is a copy of some set (validation allowlists are not: they list what is
+   supported; negated chains are not either: ``not is_deepep() and not is_ascend_fuseep()``
+   lists the family together with the backends that take the same path);
 2. a set written out in at least two files is a *candidate* (a consensus of copies);
 3. a candidate no other candidate contains is a family — the copies that kept up with the
    enum hold the whole set, the ones that did not hold part of it — unless it shares a
@@ -38,6 +40,8 @@ def infer_families(universe: Universe, sites: Iterable[Site]) -> tuple[Family, .
     counts: dict[frozenset[str], int] = defaultdict(int)
     for site in sites:
         if site.kind == "allowlist" or site.form not in CHAIN_FORMS or site.helpers:
+            continue
+        if site.polarity != "positive":
             continue
         if len(site.members) < 2:
             continue

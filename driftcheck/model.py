@@ -217,6 +217,7 @@ SiteForm = Literal[
     "ne-chain",  # x != "a" and x != "b"
     "single",  # one backend tested on its own: only sibling consensus (DC020) judges these
     "match",  # match x: case "a" | "b": ... (one case's patterns)
+    "helper",  # a canonical helper called on its own: evidence of what the family controls
 ]
 
 
@@ -261,6 +262,10 @@ class Site:
     has_other_terms: bool = False
     statement_line: int = 0
     universe: str = ""
+    # what the value decides (:mod:`driftcheck.sites.controls` keys) and the comment or
+    # docstring that says what it is for: a site's role, compared across the tree
+    controls: tuple[str, ...] = ()
+    comment: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form (sets become sorted lists) for the cache and JSON output."""
@@ -283,7 +288,9 @@ class Site:
             for o in data["operands"]
         )
         fields = {
-            k: v for k, v in data.items() if k not in ("members", "operands", "span", "helpers")
+            k: v
+            for k, v in data.items()
+            if k not in ("members", "operands", "span", "helpers", "controls")
         }
         return Site(
             **fields,
@@ -291,6 +298,7 @@ class Site:
             members=frozenset(data["members"]),
             operands=ops,
             helpers=tuple(data.get("helpers", ())),
+            controls=tuple(data.get("controls", ())),
         )
 
 
@@ -349,6 +357,9 @@ class Finding:
     # the site the finding was made from (None for a stale suppression): the fixer, the
     # verifier and gen-test read it instead of finding the site again by its span
     site: Site | None = field(default=None, compare=False, repr=False)
+    # what the finding rests on, when a rule's fix depends on it ("helper": the evidence
+    # calls the canonical helper, so the fix does too)
+    evidence: str = field(default="", compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON contract documented in ``docs/json-output.md``."""

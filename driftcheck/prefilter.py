@@ -2,8 +2,9 @@
 
 Sound with respect to the site finder: every site needs a receiver or a holder (so one of
 the getter names, value attributes, holder names, the enum or holder class names, a property
-of the vocabulary or a helper name appears in the text) and at least two member tokens of one
-universe, or one and a helper call. Checking bytes is ~100x cheaper than parsing.
+of the vocabulary or a helper name appears in the text) and a member token or a helper name
+(a single check and a helper call are sites too: what they control is the evidence sibling
+and role consensus read). Checking bytes is ~100x cheaper than parsing.
 """
 
 from __future__ import annotations
@@ -32,14 +33,9 @@ class Prefilter:
             return True
         if not any(anchor in data for anchor in self.anchors):
             return False
-        seen: dict[str, set[str]] = {}
-        for match in self.member_pattern.finditer(data):
-            universe, member = self.token_member[next(g for g in match.groups() if g)]
-            members = seen.setdefault(universe, set())
-            members.add(member)
-            if len(members) >= 2:
-                return True
-        return bool(seen) and any(helper in data for helper in self.helpers)
+        return any(helper in data for helper in self.helpers) or bool(
+            self.member_pattern.search(data)
+        )
 
     def hot_lines(self, data: bytes) -> list[int]:
         """1-based line numbers holding a member token, a helper name or a receiver name."""

@@ -11,7 +11,7 @@ from .dc004_stale_suppression import StaleSuppression
 from .dc005_redundant_member import RedundantMember
 from .dc010_allowlist_drift import AllowlistDrift
 from .dc011_dispatch_drift import DispatchDrift
-from .dc020_sibling_consensus import SiblingConsensus
+from .dc020_role_consensus import RoleConsensus
 
 CATALOGUE: dict[str, type[Rule]] = {
     rule.code: rule
@@ -23,7 +23,7 @@ CATALOGUE: dict[str, type[Rule]] = {
         RedundantMember,
         AllowlistDrift,
         DispatchDrift,
-        SiblingConsensus,
+        RoleConsensus,
     )
 }
 

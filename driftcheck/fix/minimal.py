@@ -38,6 +38,8 @@ def plan_minimal(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> R
     site = job.site
     if site.form == "match":
         return _plan_match(ctx, job)
+    if site.form == "single":
+        return _plan_single(ctx, job, receivers)
     text = ctx.source.text
     start, end = ctx.index.range_of(site.span)
     fragment = _fragment(text, start, end)
@@ -137,6 +139,56 @@ def _plan_match(ctx: FileContext, job: SiteJob) -> Rewrite:
         after=after,
         receivers=frozenset({ast.unparse(statement.subject)}),
     )
+
+
+PARENTLESS = (ast.If, ast.While, ast.Assign, ast.AnnAssign, ast.Return, ast.keyword, ast.Expr)
+
+
+def _plan_single(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> Rewrite:
+    """``b.is_deepep()`` -> ``b.is_deepep() or b.is_deepep_v2() or ...`` (``not b.is_x()``
+    -> ``not b.is_x() and not b.is_y()``), the new terms spelled like the old one, in the
+    family's order; parenthesised unless the term is a whole condition or value."""
+    site = job.site
+    text = ctx.source.text
+    start, end = ctx.index.range_of(site.span)
+    fragment = _fragment(text, start, end)
+    node = fragment.node
+    present = next(iter(site.members))
+    tree = CstFragment(text[start:end])
+    terms: dict[str, str] = {present: text[start:end]}
+    for member in job.finding.missing:
+        spelled = respell(node, tree.root, member, ctx.universe)
+        if spelled is None:
+            raise Refusal(f"cannot spell a test of {member} like '{text[start:end]}'")
+        terms[member] = tree.render(spelled)
+    order = [m for m in job.family.members if m in terms]
+    order += [m for m in terms if m not in order]
+    joiner = " and " if site.polarity == "negative" else " or "
+    replacement = joiner.join(terms[m] for m in order)
+    if not _stands_alone(ctx, site):
+        replacement = f"({replacement})"
+    return Rewrite(
+        style="minimal",
+        primary=Replacement(start, end, replacement),
+        extra=(),
+        before=text[start:end],
+        after=replacement,
+        receivers=receivers,
+    )
+
+
+def _stands_alone(ctx: FileContext, site) -> bool:  # type: ignore[no-untyped-def]
+    """Whether the term is a whole ``if`` test, assigned or returned value, or keyword."""
+    for node in ast.walk(ctx.tree):
+        for child in ast.iter_child_nodes(node):
+            if (
+                isinstance(child, ast.expr)
+                and (child.lineno, child.col_offset) == (site.span.line, site.span.col)
+                and (child.end_lineno, child.end_col_offset)
+                == (site.span.end_line, site.span.end_col)
+            ):
+                return isinstance(node, PARENTLESS)
+    return False
 
 
 def _spell_like(sibling: str, member: str, ctx: FileContext) -> str:

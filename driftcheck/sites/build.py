@@ -74,6 +74,8 @@ class SiteBuilder:
             and isinstance(node.ops[0], (ast.Eq, ast.NotEq, ast.Is, ast.IsNot))
         ):
             term = self.term(node, scope, constants)
+            if term is not None and term.kind == "helper" and not isinstance(node, ast.Compare):
+                return Shape("helper", "positive", [], helpers=[term])
             if term is None or term.kind == "helper" or len(term.members) != 1:
                 return None
             return Shape("single", "negative" if term.negated else "positive", [term])

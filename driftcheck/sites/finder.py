@@ -18,6 +18,7 @@ from ..model import Site, Universe
 from .build import Shape, SiteBuilder, make_site
 from .classify import classify
 from .context import Function, site_context
+from .controls import Controls
 from .receivers import (
     ReceiverScope,
     annotated_params,
@@ -61,6 +62,7 @@ class SiteFinder:
         self.sites: list[Site] = []
         self._parents: dict[int, ast.AST] = {}
         self._builders = [SiteBuilder(u) for u in self.universes]
+        self._controls = Controls(tree, self.lines)
         self._getter_bytes = [
             [g.encode() for g in (*u.getters, *u.holder_names)] for u in self.universes
         ]
@@ -278,7 +280,13 @@ class SiteFinder:
             universe=lens.builder.universe.key,
         )
         kind = self._classify(node, stmt, lens, guards, parent_if)
-        self.sites.append(replace(site, kind=kind))  # type: ignore[arg-type]
+        site = replace(
+            site,
+            kind=kind,  # type: ignore[arg-type]
+            controls=self._controls.keys(node),
+            comment=self._controls.comment(stmt, func),
+        )
+        self.sites.append(site)
 
     def _ancestors(self, node: ast.AST, stmt: ast.stmt) -> list[ast.AST]:
         chain: list[ast.AST] = []

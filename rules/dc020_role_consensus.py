@@ -1,0 +1,459 @@
+"""DC020: a site that controls what the family controls elsewhere, with a strict subset of it.
+
+The evidence, in order, each stated in the message: a sibling model file's site with the
+same role name (attribute, function, guarded operation) that calls the helper or enumerates
+the family; the sites across the whole tree that control the same operations (the calls its
+value guards, the keywords it feeds, what it is assigned to and where that is read:
+:mod:`driftcheck.sites.controls`) and call the helper or enumerate the family; an identical
+list elsewhere in the same file that has such evidence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from driftcheck.families import covered_members, enumerates
+from driftcheck.model import Family, Finding, Site, Universe
+
+from .base import Example, Judgement, Rule, RunIndex, drift, site_finding, subject
+
+if TYPE_CHECKING:
+    from driftcheck.fix.plan import FileContext, Rewrite, SiteJob
+
+
+class RoleConsensus(Rule):
+    """Model files copy each other; a fix lands in one copy and not the others."""
+
+    code = "DC020"
+    name = "role-consensus"
+    severity = "error"
+    summary = "Site controls what the family controls elsewhere, but tests only part of it"
+    explanation = """\
+## What it does
+Judges a site by what its value controls. It reports a site that tests fewer members of a
+canonical family than the code around the tree says it should — a single check
+(`if b.is_deepep():`), or a chain sharing one member with the family plus other backends
+(`is_megamoe() or is_deepep()`) — when one of these holds, and names the evidence:
+
+- a *sibling*: a site in another model file playing the same role (the same assigned
+  attribute such as `_enable_a2a_moe`, the same function, the same guarded operation such as
+  `forward` choosing `forward_normal`) calls the helper or enumerates the family;
+- its *use*: sites in at least three files that control the same operations — the calls
+  the value's branches make (`forward_deepep`), the keywords it feeds (`tp_size` of a shared
+  expert), the attributes they set, what it is assigned to and where that is read — call the
+  helper or enumerate the family (for a single check, only against a family of three or more
+  members: a single check of a two-member family is as likely a choice between the two);
+- a *copy*: the same list elsewhere in the file has such evidence.
+
+The site's comment is quoted when it names the family.
+
+## Why it matters
+SGLang model files are copied from each other (GLM-4 MoE lite from GLM-4 MoE, Step3p5 from
+GLM-4); a drift fix lands in one copy and not the others. A third of historical fixes were in
+single-backend checks (`if b.is_deepep():` where the family was meant), which no list-based
+rule can see: the sibling is the evidence.
+
+## Fix
+`--fix` does what the sibling does, whatever `--fix-style` says: the site's family member
+becomes a call to the canonical helper, its extras are kept (`not b.is_deepep() and not
+b.is_ascend_fuseep()` becomes `not is_deepep_class_backend() and not b.is_ascend_fuseep()`), and
+the import is added where missing. The fix states the backends it flips.
+"""
+    fix_safety = "Unsafe by design: the fix flips the site for exactly the missing members, which the fix lists."
+    VALID = [
+        Example(
+            "def forward(x):\n"
+            "    if get_moe_a2a_backend().is_deepep():\n"
+            "        return x\n"
+            "    return -x\n",
+            note="no sibling with the same role",
+        ),
+        Example(
+            "class Dispatcher:\n"
+            "    def buffer(self):\n"
+            "        if get_moe_a2a_backend().is_deepep():\n"
+            "            return self.deepep_buffer()\n"
+            "        return None\n",
+            note="what it controls (deepep_buffer) no site of the family controls",
+            siblings={
+                f"user_{name}.py": "from sglang.srt.layers.moe.utils import is_deepep_class_backend\n\n\n"
+                "class Block:\n"
+                "    def forward(self, x):\n"
+                "        if is_deepep_class_backend():\n"
+                "            return self.forward_deepep(x)\n"
+                "        return self.forward_normal(x)\n"
+                for name in ("one", "two")
+            },
+        ),
+    ]
+    INVALID = [
+        Example(
+            "class SparseBlock:\n"
+            "    def forward(self, x):\n"
+            "        if (\n"
+            "            not get_moe_a2a_backend().is_deepep()\n"
+            "            and not get_moe_a2a_backend().is_ascend_fuseep()\n"
+            "        ):\n"
+            "            return self.forward_normal(x)\n"
+            "        return self.forward_a2a(x)\n\n\n"
+            "class ExampleForCausalLM:\n"
+            "    pass\n\n\n"
+            "EntryClass = ExampleForCausalLM\n",
+            missing=("deepep_v2", "mooncake", "mori", "pplx"),
+            expected_fix="class SparseBlock:\n"
+            "    def forward(self, x):\n"
+            "        if (\n"
+            "            not is_deepep_class_backend()\n"
+            "            and not get_moe_a2a_backend().is_ascend_fuseep()\n"
+            "        ):\n"
+            "            return self.forward_normal(x)\n"
+            "        return self.forward_a2a(x)\n\n\n"
+            "class ExampleForCausalLM:\n"
+            "    pass\n\n\n"
+            "EntryClass = ExampleForCausalLM\n",
+            siblings={
+                "sibling_moe.py": "from sglang.srt.layers.moe.utils import get_moe_a2a_backend, is_deepep_class_backend\n\n\n"
+                "class SiblingBlock:\n"
+                "    def forward(self, x):\n"
+                "        if not is_deepep_class_backend() and not get_moe_a2a_backend().is_ascend_fuseep():\n"
+                "            return self.forward_normal(x)\n"
+                "        return self.forward_a2a(x)\n\n\n"
+                "class SiblingForCausalLM:\n"
+                "    pass\n\n\n"
+                "EntryClass = SiblingForCausalLM\n",
+            },
+        ),
+        Example(
+            "class Block:\n"
+            "    def __init__(self):\n"
+            "        if get_moe_a2a_backend().is_deepep():\n"
+            "            self.ep_size = 8\n\n\n"
+            "class ExampleForCausalLM:\n"
+            "    pass\n\n\n"
+            "EntryClass = ExampleForCausalLM\n",
+            missing=("deepep_v2", "mooncake", "mori", "pplx"),
+            expected_fix="class Block:\n"
+            "    def __init__(self):\n"
+            "        if get_moe_a2a_backend().is_deepep() or get_moe_a2a_backend().is_deepep_v2() or get_moe_a2a_backend().is_mooncake() or get_moe_a2a_backend().is_mori() or get_moe_a2a_backend().is_pplx():\n"
+            "            self.ep_size = 8\n\n\n"
+            "class ExampleForCausalLM:\n"
+            "    pass\n\n\n"
+            "EntryClass = ExampleForCausalLM\n",
+            note="majority: most sibling files enumerate the family for the same operation; the "
+            "fix enumerates it too (minimal style), as they do",
+            siblings={
+                f"sibling_{name}.py": "from sglang.srt.layers.moe.utils import get_moe_a2a_backend\n\n\n"
+                "class SiblingBlock:\n"
+                "    def __init__(self):\n"
+                "        b = get_moe_a2a_backend()\n"
+                "        if b.is_deepep() or b.is_mooncake() or b.is_mori():\n"
+                "            self.ep_size = 8\n\n\n"
+                f"class {name.title()}ForCausalLM:\n"
+                "    pass\n\n\n"
+                f"EntryClass = {name.title()}ForCausalLM\n"
+                for name in ("one", "two")
+            },
+        ),
+    ]
+
+    INVALID += [
+        Example(
+            "class Block:\n"
+            "    def forward(self, x):\n"
+            "        if get_moe_a2a_backend().is_deepep():\n"
+            "            return self.forward_deepep(x)\n"
+            "        return self.forward_normal(x)\n",
+            missing=("deepep_v2", "mooncake", "mori", "pplx"),
+            expected_fix="class Block:\n"
+            "    def forward(self, x):\n"
+            "        if is_deepep_class_backend():\n"
+            "            return self.forward_deepep(x)\n"
+            "        return self.forward_normal(x)\n",
+            note="its use: sites in three other files choose forward_deepep with the helper "
+            "(no model files: the evidence is what the value controls, not a role name)",
+            siblings={
+                f"user_{name}.py": "from sglang.srt.layers.moe.utils import is_deepep_class_backend\n\n\n"
+                "class Block:\n"
+                "    def forward(self, x):\n"
+                "        if is_deepep_class_backend():\n"
+                "            return self.forward_deepep(x)\n"
+                "        return self.forward_normal(x)\n"
+                for name in ("one", "two", "three")
+            },
+        ),
+        Example(
+            "class Layer:\n"
+            "    def __init__(self):\n"
+            "        # EP a2a backends (megamoe / DeepEP) replicate the shared experts\n"
+            "        b = get_moe_a2a_backend()\n"
+            "        self.replicated = b.is_megamoe() or b.is_deepep()\n"
+            "        self.shared = Mlp(**(dict(tp_size=1) if self.replicated else {}))\n",
+            missing=("deepep_v2", "mooncake", "mori", "pplx"),
+            expected_fix="class Layer:\n"
+            "    def __init__(self):\n"
+            "        # EP a2a backends (megamoe / DeepEP) replicate the shared experts\n"
+            "        b = get_moe_a2a_backend()\n"
+            "        self.replicated = b.is_megamoe() or b.is_deepep() or b.is_deepep_v2() or b.is_mooncake() or b.is_mori() or b.is_pplx()\n"
+            "        self.shared = Mlp(**(dict(tp_size=1) if self.replicated else {}))\n",
+            note="a chain sharing one member with the family: the attribute it sets feeds tp_size "
+            "as the family's lists elsewhere do (minimal fix: they enumerate it)",
+            siblings={
+                f"shared_{name}.py": "from sglang.srt.layers.moe.utils import get_moe_a2a_backend\n\n\n"
+                "class Block:\n"
+                "    def __init__(self):\n"
+                "        b = get_moe_a2a_backend()\n"
+                "        self.shared = Mlp(\n"
+                "            **(dict(tp_size=1) if b.is_deepep() or b.is_mooncake() or b.is_mori() else {})\n"
+                "        )\n"
+                for name in ("one", "two", "three")
+            },
+        ),
+    ]
+
+    def __init__(self) -> None:
+        self.siblings: dict[str, list[Sibling]] = {}
+        # (universe, family, key) -> the (path, line, calls the helper) of the sites that
+        # call the family's helper or enumerate it and control that key
+        self.users: dict[tuple[str, str, str], set[tuple[str, int, bool]]] = {}
+        self.by_path: dict[str, list[Site]] = {}
+        self.run: RunIndex | None = None
+
+    def prepare(self, run: RunIndex) -> None:
+        """Group the sites of model files (files with the model marker) by role.
+
+        In path order: the first sibling is the one a message cites, and the scans come in
+        the order files came back (cache hits first, then the workers' completion order), so
+        a warm run would otherwise cite another sibling than a cold one."""
+        self.siblings = {}
+        self.users = {}
+        self.by_path = {}
+        self.run = run
+        for path, scan in sorted(run.scans.items()):
+            self.by_path[path] = list(scan.sites)
+            self._index_users(run, path, scan.sites)
+            if not scan.entry_classes:
+                continue
+            for site in scan.sites:
+                key = sibling_key(site)
+                if key is None:
+                    continue
+                universe = run.universe_of(site)
+                self.siblings.setdefault(key, []).append(
+                    Sibling(
+                        path,
+                        site.symbol,
+                        site.span.line,
+                        covered_members(site, universe),
+                        site.helpers,
+                        universe.key,
+                    )
+                )
+
+    def _index_users(self, run: RunIndex, path: str, sites: list[Site]) -> None:
+        """Record, per family and key, the sites that call its helper or enumerate it."""
+        min_overlap = run.config.min_overlap
+        for site in sites:
+            if site.kind != "property" or not site.controls:
+                continue
+            universe = run.universe_of(site)
+            for family in universe.families:
+                if not (
+                    family.name in site.helpers
+                    or (site.form != "single" and enumerates(site, family, universe, min_overlap))
+                ):
+                    continue
+                calls = family.name in site.helpers
+                for key in site.controls:
+                    if key not in WEAK_KEYS:
+                        self.users.setdefault((universe.key, family.name, key), set()).add(
+                            (path, site.span.line, calls)
+                        )
+
+    def use_evidence(
+        self, site: Site, family: Family, universe: Universe
+    ) -> tuple[str, bool] | None:
+        """The operations ``site`` controls that the family's users agree on, described, and
+        whether most of those users call the helper. A single check of a two-member family
+        is as likely a choice between the two (``is_cuda()`` vs ``is_rocm()``) as a drifted
+        copy: use is evidence only against families of three or more."""
+        if site.form == "single" and len(family.members) < 3:
+            return None
+        strong = []
+        users: set[tuple[str, int, bool]] = set()
+        for key in site.controls:
+            found = self.users.get((universe.key, family.name, key), set())
+            found = {u for u in found if u[0] != site.path or u[1] != site.span.line}
+            if len({u[0] for u in found}) >= USE_QUORUM:
+                strong.append((len(found), key))
+                users |= found
+        if not strong:
+            return None
+        strong.sort(key=lambda item: (-item[0], item[1]))
+        described = ", ".join(_describe(key) for _, key in strong[:3])
+        files = len({u[0] for u in users})
+        helpers = sum(u[2] for u in users)
+        text = (
+            f"its use ({described}) matches {len(users)} sites in {files} files that call "
+            f"{family.call_text()} or enumerate {family.label or family.name} {universe.noun}"
+        )
+        return text, helpers * 2 > len(users)
+
+    def copy_evidence(self, site: Site, family: Family, universe: Universe) -> str | None:
+        """An identical list (two or more members) elsewhere in the file that has sibling or
+        use evidence: copies of one list drift together."""
+        if len(site.members) < 2:
+            return None
+        for other in self.by_path.get(site.path, ()):
+            if other is site or other.span == site.span or other.members != site.members:
+                continue
+            if other.universe != site.universe or other.kind != "property":
+                continue
+            if other.form == "single" and site.form != "single":
+                continue
+            if self.use_evidence(other, family, universe) or _sibling_evidence(
+                family, universe, self.siblings_of(other), 2
+            ):
+                return f"the same list at line {other.span.line} controls what the family controls"
+        return None
+
+    def evidence(
+        self, site: Site, family: Family, universe: Universe, min_overlap: int
+    ) -> tuple[str, bool] | None:
+        """Why ``site`` should cover ``family`` (sibling, use, copy, in that order), and
+        whether the evidence calls the helper (then the fix does too)."""
+        sibling = _sibling_evidence(family, universe, self.siblings_of(site), min_overlap)
+        if sibling is not None:
+            return sibling, " calls " in sibling
+        use = self.use_evidence(site, family, universe)
+        if use is not None:
+            return use
+        copy = self.copy_evidence(site, family, universe)
+        return (copy, False) if copy is not None else None
+
+    def siblings_of(self, site: Site) -> tuple[Sibling, ...]:
+        """The sites of other model files playing the same role as ``site``."""
+        key = sibling_key(site)
+        if key is None:
+            return ()
+        return tuple(
+            s
+            for s in self.siblings.get(key, ())
+            if s.path != site.path and s.universe == site.universe
+        )
+
+    def check(self, site: Site, judgement: Judgement) -> list[Finding]:
+        """Report a site that covers less of a family than its siblings say it should."""
+        findings: list[Finding] = []
+        universe = judgement.universe
+        if site.kind != "property" or site.form == "helper":
+            return []
+        # a site that enumerates a family is judged against that one only (by DC001/DC003)
+        families = [judgement.family] if judgement.family is not None else universe.families
+        for family in families:
+            if site.form != "single" and enumerates(site, family, universe, judgement.min_overlap):
+                continue  # DC001/DC003 already judge this site against the family
+            present, missing, extra = drift(site, family, universe)
+            missing = tuple(m for m in missing if m not in judgement.allowed_missing)
+            if not missing or not set(present) & family.member_set:
+                continue
+            found = self.evidence(site, family, universe, judgement.min_overlap)
+            if found is None:
+                continue
+            evidence, calls_helper = found
+            evidence += _comment_evidence(site, family)
+            finding = site_finding(
+                self,
+                site,
+                family,
+                members=present,
+                missing=missing,
+                extra=extra,
+                message=f"{subject(site)} tests {', '.join(present)} where {evidence}; missing {', '.join(missing)}",
+            )
+            findings.append(replace(finding, evidence="helper" if calls_helper else "enumeration"))
+            break  # one finding per site: the first family the siblings speak for
+        return findings
+
+    def plan_fix(self, ctx: FileContext, job: SiteJob, style: str) -> Rewrite:
+        """Do what the evidence does, whatever ``--fix-style`` says: call the helper when the
+        evidence calls it, else add the missing members (minimal style)."""
+        from .dc001_missing_members import plan_in_style
+
+        chosen = "helper" if job.finding.evidence == "helper" else "minimal"
+        return plan_in_style(ctx, job, chosen)
+
+
+@dataclass(frozen=True)
+class Sibling:
+    """A site in another model file that plays the same role (same attribute, same method)."""
+
+    path: str
+    symbol: str
+    line: int
+    members: frozenset[str]
+    helpers: tuple[str, ...]
+    universe: str = ""
+
+
+GENERIC_ROLES = {"", "__init__", "forward", "__call__", "main", "run", "apply"}
+
+
+def sibling_key(site: Site) -> str | None:
+    """The role a site plays, comparable across model files (None when too generic)."""
+    if site.kind != "property" or site.role in GENERIC_ROLES:
+        return None
+    return f"{site.context if site.context == 'return' else 'value'}:{site.role}"
+
+
+def _where(sibling: Sibling) -> str:
+    return f"{sibling.path.rsplit('/', 1)[-1]}:{sibling.line} ({sibling.symbol})"
+
+
+WEAK_KEYS = {"call:assert", "raise"}  # validation guards nothing a family decides
+USE_QUORUM = 3  # files whose sites call the helper or enumerate the family for the same use
+
+
+def _describe(key: str) -> str:
+    """``call:forward_deepep`` -> ``guards forward_deepep``; ``kw:tp_size`` -> ``feeds
+    tp_size``; ``set:shared_experts`` -> ``sets shared_experts``."""
+    kind, _, name = key.partition(":")
+    return {"call": "guards", "kw": "feeds", "set": "sets"}.get(kind, kind) + " " + name
+
+
+def _comment_evidence(site: Site, family: Family) -> str:
+    """``; its comment names DeepEP`` when the site's comment names the family."""
+    stem = (family.label or family.name).split("-")[0].split()[0]
+    if len(stem) >= 3 and stem.lower() in site.comment.lower() and not family.inferred:
+        return f"; its comment names {stem}"
+    return ""
+
+
+def _sibling_evidence(
+    family: Family, universe: Universe, siblings: tuple[Sibling, ...], min_overlap: int
+) -> str | None:
+    """Why the siblings say this site should cover the family, or None when they do not.
+
+    A sibling that calls the helper, lists the whole family, or enumerates the family (names
+    ``min_overlap`` or more of its members, so DC001/DC003 hold it to the whole family) is the
+    evidence: once the siblings follow the helper, this site is the one copy that does not.
+    Judging against what the siblings will be after their own fixes keeps ``--fix`` convergent.
+    """
+    for sibling in siblings:
+        if family.name in sibling.helpers:
+            return f"its sibling {_where(sibling)} calls {family.call_text()}"
+    for sibling in siblings:
+        if family.member_set <= sibling.members:
+            return f"its sibling {_where(sibling)} lists all {len(family.members)}"
+    enumerating = [s for s in siblings if len(s.members & family.member_set) >= min_overlap]
+    if enumerating:
+        best = max(enumerating, key=lambda s: (len(s.members & family.member_set), s.path))
+        files = len({s.path for s in enumerating})
+        others = (
+            f" and {files - 1} more sibling file{'s' if files > 2 else ''}" if files > 1 else ""
+        )
+        return (
+            f"its sibling {_where(best)}{others} enumerate{'s' if files == 1 else ''} "
+            f"{family.label or family.name} {universe.noun}"
+        )
+    return None
