@@ -10,6 +10,7 @@ trusted. The directory holds its own ``.gitignore`` (ruff's habit).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -22,14 +23,15 @@ from .scan import FileScan
 
 CACHE_DIR_NAME = ".driftcheck_cache"
 FORMAT = 2
-SCANNER_MODULES = (
-    "model",
-    "scan",
+# the modules and packages whose code decides what a cached scan holds
+SCANNER_CODE = (
+    "model.py",
+    "scan.py",
+    "partial.py",
+    "prefilter.py",
+    "suppressions.py",
+    "interpret.py",
     "sites",
-    "receivers",
-    "classify",
-    "prefilter",
-    "suppressions",
     "universe",
 )
 
@@ -38,11 +40,13 @@ def scanner_digest() -> str:
     """A hash of the code that produces cached scans, so an upgraded scanner never reuses them."""
     digest = hashlib.blake2b(digest_size=8)
     here = Path(__file__).parent
-    for name in SCANNER_MODULES:
-        try:
-            digest.update((here / f"{name}.py").read_bytes())
-        except OSError:
-            digest.update(name.encode())
+    for name in SCANNER_CODE:
+        path = here / name
+        files = sorted(path.glob("*.py")) if path.is_dir() else [path]
+        for file in files:
+            digest.update(file.name.encode())
+            with contextlib.suppress(OSError):
+                digest.update(file.read_bytes())
     return digest.hexdigest()
 
 

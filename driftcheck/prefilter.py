@@ -105,7 +105,11 @@ def build_prefilter(universes: Universe | Iterable[Universe]) -> Prefilter:
     for enum, names in attrs.items():
         parts.append(rf"{re.escape(enum)}\.({_alternation(names)})\b")
     pattern = "|".join(parts) or r"(?!x)x"
-    unique_anchors = tuple(dict.fromkeys(anchors))
+    # an anchor that contains another is found whenever that one is: test the shorter only
+    distinct = list(dict.fromkeys(a for a in anchors if a))
+    unique_anchors = tuple(
+        a for a in distinct if not any(other != a and other in a for other in distinct)
+    )
     unique_helpers = tuple(dict.fromkeys(helpers))
     return Prefilter(
         anchors=unique_anchors,

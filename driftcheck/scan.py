@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .model import Problem, Site, Universe
+from .partial import parse_for_sites
 from .prefilter import Prefilter
 from .sites import find_sites
 from .sites.names import terminal_name
@@ -38,7 +39,9 @@ class ScanSpec:
     model_marker: str = ""
 
 
-MODULE_IMPORT = re.compile(rb"^\s*from\s+([\w.]+)\s+import\b|^\s*import\s+([\w.]+)", re.MULTILINE)
+MODULE_IMPORT = re.compile(
+    rb"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import\b|import[ \t]+([\w.]+))", re.MULTILINE
+)
 
 
 @dataclass
@@ -53,7 +56,7 @@ class FileScan:
     entry_classes: list[str] = field(default_factory=list)
     imports: list[str] = field(default_factory=list)
     registrations: list[str] = field(default_factory=list)
-    parsed: bool = False
+    parsed: bool = False  # the parse succeeded (what went wrong after it was the analysis)
 
     def is_empty(self) -> bool:
         """Whether the file contributes nothing to a run (most files of a tree)."""
@@ -132,30 +135,40 @@ def scan_bytes(rel: str, data: bytes, spec: ScanSpec) -> FileScan:
         line = source[: source.index("\x00")].count("\n") + 1
         result.problems.append(Problem(rel, line, "source contains a NUL byte; file skipped"))
         return result
+    hot = prefilter.hot_lines(data) if interesting else None
     try:
-        tree = ast.parse(source, filename=rel)
+        _analyse(result, source, spec, hot, wants_registry)
     except SyntaxError as exc:
         message = exc.msg if hasattr(exc, "msg") else str(exc)
         result.problems.append(Problem(rel, exc.lineno, f"syntax error: {message}; file skipped"))
-        return result
     except (RecursionError, MemoryError):
+        step = "analyse" if result.parsed else "parse"
         result.problems.append(
-            Problem(rel, None, "expression nested too deeply to parse; file skipped")
+            Problem(rel, None, f"expression nested too deeply to {step}; file skipped")
         )
-        return result
-    result.parsed = True
-    try:
-        if interesting:
-            result.sites = find_sites(spec.universes, source, tree, rel, prefilter.hot_lines(data))
-            result.suppressions = parse_suppressions(source)
-        if wants_registry:
-            result.registrations = registrations(tree, register_calls)
-    except RecursionError:
-        result.sites = []
-        result.problems.append(
-            Problem(rel, None, "expression nested too deeply to analyse; file skipped")
-        )
+    if result.problems:
+        result.sites, result.suppressions, result.registrations = [], [], []
     return result
+
+
+def _analyse(
+    result: FileScan, source: str, spec: ScanSpec, hot: list[int] | None, wants_registry: bool
+) -> None:
+    """Parse what can hold a site (the whole file when the registry is wanted: its calls may
+    sit anywhere) and collect sites, suppressions and registrations into ``result``. A file
+    holding a site is parsed to its end: nothing is reported from a file that does not parse."""
+    rel = result.path
+    module = parse_for_sites(source, rel, None if wants_registry else hot or [])
+    result.parsed = True
+    if hot is not None:
+        result.sites = find_sites(
+            spec.universes, source, module.tree, rel, hot, grow=module.parse_lines
+        )
+        if result.sites:
+            module.check_rest()
+        result.suppressions = parse_suppressions(source)
+    if wants_registry:
+        result.registrations = registrations(module.tree, spec.register_calls)
 
 
 def _bad_byte_line(data: bytes, exc: Exception) -> int | None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from .names import terminal_name
 
@@ -94,55 +94,118 @@ def _calls(nodes: list[ast.AST]) -> list[str]:
     return keys
 
 
-class Controls:
-    """Reads what the sites of one module control (the module's tree is walked lazily)."""
+class _Statement:
+    """One statement of the module, where it sits, and the last line of its own header."""
 
-    def __init__(self, tree: ast.Module, lines: list[bytes]) -> None:
+    __slots__ = ("cls", "function", "header_end", "node")
+
+    def __init__(self, node: ast.stmt, function: Function | None, cls: ast.ClassDef | None) -> None:
+        self.node = node
+        self.function = function
+        self.cls = cls
+        bodies = [
+            child.lineno
+            for name in ("body", "orelse", "finalbody")
+            for child in getattr(node, name, [])[:1]
+            if isinstance(child, ast.stmt)
+        ]
+        for handler in getattr(node, "handlers", []):
+            bodies.append(handler.lineno)
+        for case in getattr(node, "cases", []):
+            bodies.append(case.pattern.lineno)
+        self.header_end = (min(bodies) - 1) if bodies else (node.end_lineno or node.lineno)
+
+
+def _header(stmt: ast.stmt) -> Iterator[tuple[ast.AST, ast.AST]]:
+    """``(node, parent)`` for every expression node of ``stmt`` itself (not of the statements
+    nested in it), outermost first."""
+    roots: list[ast.AST] = []
+    for _, value in ast.iter_fields(stmt):
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if isinstance(item, (ast.expr, ast.keyword, ast.withitem, ast.arguments)):
+                roots.append(item)
+            elif isinstance(item, ast.ExceptHandler) and item.type is not None:
+                roots.append(item.type)
+            elif isinstance(item, ast.match_case):
+                roots.append(item.pattern)
+                if item.guard is not None:
+                    roots.append(item.guard)
+    stack: list[tuple[ast.AST, ast.AST]] = [(r, stmt) for r in reversed(roots)]
+    while stack:
+        node, parent = stack.pop()
+        yield node, parent
+        stack.extend((child, node) for child in reversed(list(ast.iter_child_nodes(node))))
+
+
+class Controls:
+    """Reads what the sites of one module control.
+
+    The module's statements are indexed once (statements only, on first use); reads of an
+    assigned name and calls of a function are found by searching the source lines of their
+    scope for the name first, so only the statements on those lines are walked."""
+
+    def __init__(
+        self,
+        tree: ast.Module,
+        lines: list[bytes],
+        grow: Callable[[set[int]], bool] | None = None,
+    ) -> None:
         self.tree = tree
         self.lines = lines
-        self._parents: dict[int, ast.AST] | None = None
+        self.grow = grow
+        self._statements: list[_Statement] | None = None
+        self._by_node: dict[int, _Statement] = {}
 
-    @property
-    def parents(self) -> dict[int, ast.AST]:
-        """Every node's parent (built on first use, for modules that have sites)."""
-        if self._parents is None:
-            self._parents = {
-                id(child): node
-                for node in ast.walk(self.tree)
-                for child in ast.iter_child_nodes(node)
-            }
-        return self._parents
+    def _index(self) -> list[_Statement]:
+        if self._statements is None:
+            found: list[_Statement] = []
+            stack: list[tuple[ast.stmt, Function | None, ast.ClassDef | None]] = [
+                (s, None, None) for s in reversed(self.tree.body)
+            ]
+            while stack:
+                stmt, function, cls = stack.pop()
+                entry = _Statement(stmt, function, cls)
+                found.append(entry)
+                self._by_node[id(stmt)] = entry
+                inner_function = (
+                    stmt if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
+                )
+                inner_cls = stmt if isinstance(stmt, ast.ClassDef) else cls
+                children: list[ast.stmt] = []
+                for name in ("body", "orelse", "finalbody"):
+                    children.extend(c for c in getattr(stmt, name, []) if isinstance(c, ast.stmt))
+                for handler in getattr(stmt, "handlers", []):
+                    children.extend(handler.body)
+                for case in getattr(stmt, "cases", []):
+                    children.extend(case.body)
+                stack.extend((c, inner_function, inner_cls) for c in reversed(children))
+            self._statements = found
+        return self._statements
 
-    def keys(self, node: ast.AST, depth: int = DEPTH) -> tuple[str, ...]:
-        """The keys of what ``node``'s value controls."""
-        return tuple(sorted(set(self._keys(node, depth))))
+    def keys(
+        self, node: ast.AST, stmt: ast.stmt, parents: dict[int, ast.AST], depth: int = DEPTH
+    ) -> tuple[str, ...]:
+        """The keys of what ``node``'s value (inside ``stmt``; ``parents`` maps its
+        expression ancestors up to ``stmt``) controls."""
+        return tuple(sorted(set(self._keys(node, stmt, parents, depth))))
 
-    def _statement(self, node: ast.AST) -> ast.AST | None:
-        current = node
-        while current is not None and not isinstance(current, ast.stmt):
-            current = self.parents.get(id(current))
-        return current
-
-    def _enclosing(self, node: ast.AST, kinds: tuple[type, ...]) -> ast.AST | None:
-        current = self.parents.get(id(node))
-        while current is not None and not isinstance(current, kinds):
-            current = self.parents.get(id(current))
-        return current
-
-    def _keys(self, node: ast.AST, depth: int) -> Iterator[str]:
-        stmt = self._statement(node)
-        if stmt is None:
-            return
-        child, parent = node, self.parents.get(id(node))
+    def _keys(
+        self, node: ast.AST, stmt: ast.stmt, parents: dict[int, ast.AST], depth: int
+    ) -> Iterator[str]:
+        child, parent = node, parents.get(id(node))
+        in_test = False
         while parent is not None and parent is not stmt:
             if isinstance(parent, ast.keyword) and parent.arg:
                 yield f"kw:{parent.arg.lstrip('_')}"
             if isinstance(parent, ast.IfExp) and parent.test is child:
                 yield from _calls([parent.body, parent.orelse])
-            child, parent = parent, self.parents.get(id(parent))
-        if isinstance(stmt, (ast.If, ast.While)) and self._within(node, stmt.test):
-            yield from _effects(stmt.body)
-            yield from _effects(stmt.orelse)
+            child, parent = parent, parents.get(id(parent))
+        if isinstance(stmt, (ast.If, ast.While)) and child is stmt.test:
+            in_test = True
+        if in_test:
+            yield from _effects(stmt.body)  # type: ignore[attr-defined]
+            yield from _effects(stmt.orelse)  # type: ignore[attr-defined]
         elif isinstance(stmt, ast.Assert):
             yield "call:assert"
         if depth <= 0:
@@ -153,26 +216,36 @@ class Controls:
                 name = _key(terminal_name(target))
                 if name:
                     yield f"set:{name}"
-                    yield from self._reads(target, depth - 1)
+                    yield from self._reads(target, stmt, depth - 1)
         elif isinstance(stmt, ast.Return):
-            func = self._enclosing(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
-            if func is not None:
-                yield from self._callers(func, depth - 1)  # type: ignore[arg-type]
+            self._index()
+            entry = self._by_node.get(id(stmt))
+            if entry is not None and entry.function is not None:
+                yield from self._callers(entry.function, depth - 1)
 
-    def _within(self, node: ast.AST, root: ast.AST) -> bool:
-        current: ast.AST | None = node
-        while current is not None:
-            if current is root:
-                return True
-            current = self.parents.get(id(current))
-        return False
+    def _statements_at(self, pattern: re.Pattern[bytes], first: int, last: int) -> list[_Statement]:
+        """The statements whose own header holds a line in ``[first, last]`` matching
+        ``pattern``."""
+        lines = {
+            number
+            for number in range(first, min(last, len(self.lines)) + 1)
+            if pattern.search(self.lines[number - 1])
+        }
+        if not lines:
+            return []
+        return [e for e in self._index() if any(e.node.lineno <= n <= e.header_end for n in lines)]
 
-    def _reads(self, target: ast.expr, depth: int) -> Iterator[str]:
+    def _reads(self, target: ast.expr, stmt: ast.stmt, depth: int) -> Iterator[str]:
         """The keys of every read of ``target`` (``self.x`` in its class, ``x`` in its
         function)."""
+        self._index()
+        entry = self._by_node.get(id(stmt))
+        if entry is None:
+            return
         if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
-            scope = self._enclosing(target, (ast.ClassDef,))
+            scope: ast.AST | None = entry.cls
             attr, owner = target.attr, target.value.id
+            pattern = re.compile(rb"\." + re.escape(attr.encode()) + rb"\b")
 
             def matches(n: ast.AST) -> bool:
                 return (
@@ -183,22 +256,37 @@ class Controls:
                     and isinstance(n.ctx, ast.Load)
                 )
         elif isinstance(target, ast.Name):
-            scope = self._enclosing(target, (ast.FunctionDef, ast.AsyncFunctionDef))
+            scope = entry.function
             name = target.id
+            pattern = re.compile(rb"\b" + re.escape(name.encode()) + rb"\b")
 
             def matches(n: ast.AST) -> bool:
                 return isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
         else:
             return
-        for read in ast.walk(scope or self.tree):
-            if matches(read):
-                yield from self._keys(read, depth)
+        first = scope.lineno if scope is not None else 1  # type: ignore[attr-defined]
+        last = (scope.end_lineno if scope is not None else None) or len(self.lines)  # type: ignore[attr-defined]
+        yield from self._found(self._statements_at(pattern, first, last), matches, depth)
+
+    def _found(self, statements: list[_Statement], matches, depth: int) -> Iterator[str]:  # type: ignore[no-untyped-def]
+        for found in statements:
+            parents: dict[int, ast.AST] = {}
+            hits = []
+            for node, parent in _header(found.node):
+                parents[id(node)] = parent
+                if matches(node):
+                    hits.append(node)
+            for hit in hits:
+                yield from self._keys(hit, found.node, parents, depth)
 
     def _callers(self, func: Function, depth: int) -> Iterator[str]:
         name = func.name
-        for call in ast.walk(self.tree):
-            if isinstance(call, ast.Call) and terminal_name(call.func) == name and not call.args:
-                yield from self._keys(call, depth)
+        pattern = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*\(")
+
+        def matches(n: ast.AST) -> bool:
+            return isinstance(n, ast.Call) and terminal_name(n.func) == name and not n.args
+
+        yield from self._found(self._statements_at(pattern, 1, len(self.lines)), matches, depth)
 
     def comment(self, stmt: ast.stmt, func: Function | None) -> str:
         """The comment of the paragraph ``stmt`` is in (the comment lines above it, across up

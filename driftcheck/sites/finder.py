@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import bisect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ..model import Site, Universe
@@ -27,6 +27,7 @@ from .receivers import (
     collect_self_attrs,
     derives_from_holder,
     holder_params,
+    statements,
 )
 from .terms import member_constants
 
@@ -50,6 +51,7 @@ class SiteFinder:
         tree: ast.Module,
         path: str,
         hot_lines: Sequence[int] | None = None,
+        grow: Callable[[set[int]], bool] | None = None,
     ) -> None:
         self.universes = list(universes)
         self.source = source
@@ -62,7 +64,7 @@ class SiteFinder:
         self.sites: list[Site] = []
         self._parents: dict[int, ast.AST] = {}
         self._builders = [SiteBuilder(u) for u in self.universes]
-        self._controls = Controls(tree, self.lines)
+        self._controls = Controls(tree, self.lines, grow)
         self._getter_bytes = [
             [g.encode() for g in (*u.getters, *u.holder_names)] for u in self.universes
         ]
@@ -283,7 +285,7 @@ class SiteFinder:
         site = replace(
             site,
             kind=kind,  # type: ignore[arg-type]
-            controls=self._controls.keys(node),
+            controls=self._controls.keys(node, stmt, self._parents),
             comment=self._controls.comment(stmt, func),
         )
         self.sites.append(site)
@@ -343,7 +345,7 @@ class SiteFinder:
 
 def _function_constants(func: Function, universe: Universe) -> dict[str, frozenset[str]]:
     found: dict[str, frozenset[str]] = {}
-    for node in ast.walk(func):
+    for node in statements(func.body, nested=True):
         if isinstance(node, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef)):
             found.update(member_constants(getattr(node, "body", []), universe))
     found.update(member_constants(func.body, universe))
@@ -356,8 +358,10 @@ def find_sites(
     tree: ast.Module,
     path: str,
     hot_lines: Sequence[int] | None = None,
+    grow: Callable[[set[int]], bool] | None = None,
 ) -> list[Site]:
-    """All sites in a parsed module (``hot_lines`` prunes statements without tokens)."""
+    """All sites in a parsed module (``hot_lines`` prunes statements without tokens; ``grow``
+    parses more of a partially parsed module when a question needs it)."""
     if isinstance(universes, Universe):
         universes = [universes]
-    return SiteFinder(universes, source, tree, path, hot_lines).find()
+    return SiteFinder(universes, source, tree, path, hot_lines, grow).find()

@@ -110,33 +110,53 @@ class ReceiverScope:
         return False
 
 
+def statements(body: list[ast.stmt], nested: bool = False) -> Iterator[ast.stmt]:
+    """Every statement of ``body`` and of the blocks in it (``if``/``for``/``try``/...), in
+    order; functions and classes defined in it too when ``nested``. Assignments are always
+    statements, so walking statements alone finds them without visiting every expression."""
+    stack = list(reversed(body))
+    while stack:
+        stmt = stack.pop()
+        yield stmt
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not nested:
+            continue
+        children: list[ast.stmt] = []
+        for name in ("body", "orelse", "finalbody"):
+            children.extend(c for c in getattr(stmt, name, []) if isinstance(c, ast.stmt))
+        for handler in getattr(stmt, "handlers", []):
+            children.extend(handler.body)
+        for case in getattr(stmt, "cases", []):
+            children.extend(case.body)
+        stack.extend(reversed(children))
+
+
 def collect_aliases(body: list[ast.stmt], scope: ReceiverScope) -> set[str]:
     """Local names bound to the getter (or to another alias) anywhere in ``body``."""
+    assignments = [
+        (node.value, node.targets if isinstance(node, ast.Assign) else [node.target])
+        for node in statements(body)
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None
+    ]
     names: set[str] = set()
-    changed = True
+    changed = bool(assignments)
     while changed:
         changed = False
-        for node in _walk_no_nested_defs(body):
-            if isinstance(node, (ast.Assign, ast.AnnAssign)):
-                value = node.value
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                if value is None:
-                    continue
-                probe = ReceiverScope(
-                    scope.universe, scope.local_names | names, scope.self_attrs, scope.module_names
-                )
-                if probe.is_receiver(value):
-                    for target in targets:
-                        if isinstance(target, ast.Name) and target.id not in names:
-                            names.add(target.id)
-                            changed = True
+        probe = ReceiverScope(
+            scope.universe, scope.local_names | names, scope.self_attrs, scope.module_names
+        )
+        for value, targets in assignments:
+            if probe.is_receiver(value):
+                for target in targets:
+                    if isinstance(target, ast.Name) and target.id not in names:
+                        names.add(target.id)
+                        changed = True
     return names
 
 
 def collect_holder_aliases(body: list[ast.stmt], scope: ReceiverScope) -> set[str]:
     """Local names bound to a holder (``pc = self.moe_parallel_config``) in ``body``."""
     names: set[str] = set()
-    for node in _walk_no_nested_defs(body):
+    for node in statements(body):
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             if isinstance(target, ast.Name) and scope.is_holder(node.value):
@@ -153,7 +173,7 @@ def collect_holder_aliases(body: list[ast.stmt], scope: ReceiverScope) -> set[st
 def collect_self_attrs(cls: ast.ClassDef, scope: ReceiverScope) -> set[str]:
     """``self.x`` attributes assigned the backend in any method of ``cls``."""
     attrs: set[str] = set()
-    for node in ast.walk(cls):
+    for node in statements(cls.body, nested=True):
         if isinstance(node, ast.Assign) and scope.is_receiver(node.value):
             for target in node.targets:
                 if (
@@ -206,14 +226,3 @@ def holder_params(func: ast.FunctionDef | ast.AsyncFunctionDef, universe: Univer
         for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]
         if _annotation_names(arg.annotation) & universe.holders
     }
-
-
-def _walk_no_nested_defs(body: list[ast.stmt]) -> Iterator[ast.AST]:
-    stack: list[ast.AST] = list(reversed(body))
-    while stack:
-        node = stack.pop()
-        yield node
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-                continue
-            stack.append(child)
