@@ -1,10 +1,13 @@
 """``driftcheck verify`` and ``driftcheck gen-test``.
 
 ``verify`` proves each finding's fix with a truth table (CPU, milliseconds) and, with
-``--layer``, confirms it on the K3-style MoE layer harness (torch; CPU gloo or CUDA NCCL).
+``--layer``, confirms it on the K3-style MoE layer harness (torch; CPU gloo or CUDA NCCL), with
+the dispatcher models (``--dispatcher model``) or DeepEP's real buffers (``--dispatcher deep_ep``:
+the legacy ``Buffer`` for deepep, the ``ElasticBuffer`` for deepep_v2, one rank per GPU).
 Exit codes: 0 every site proven (and, with ``--layer``, every site run confirmed); 1 a site
 refuted or unproven, or a layer run refuted or inconclusive; 2 bad usage, an unreadable tree,
-or a layer run that could not start; 3 (``--layer`` only, everything else passing) no site is
+or a layer run that could not start (``--dispatcher deep_ep`` without an importable DeepEP or
+without a GPU per rank: never a silent fallback to the models); 3 (``--layer`` only, everything else passing) no site is
 eligible for a layer run (none chooses a communication plan the harness models), so nothing
 was confirmed.
 
@@ -140,6 +143,15 @@ def _arms(value: str) -> tuple[str, str]:
     "(CUDA, bf16; torch when deep_gemm is not importable, and the report says so).",
 )
 @click.option(
+    "--dispatcher",
+    type=click.Choice(["model", "deep_ep"]),
+    default="model",
+    show_default=True,
+    help="--layer: the DeepEP arms' dispatchers: models of DeepEP's two buffers (any device), "
+    "or DeepEP's real kernels (deep_ep: deepep on the legacy Buffer, deepep_v2 on the "
+    "ElasticBuffer; CUDA, one rank per GPU, bf16 shapes).",
+)
+@click.option(
     "--report",
     "report_path",
     type=click.Path(path_type=Path),
@@ -166,6 +178,7 @@ def verify_command(
     arms: str,
     seed: int,
     runner: str,
+    dispatcher: str,
     report_path: Path | None,
     report_md_path: Path | None,
 ) -> None:
@@ -177,6 +190,8 @@ def verify_command(
     arm_pair = _arms(arms) if layer else ("deepep", "deepep_v2")
     if report_md_path is not None and not layer:
         raise click.UsageError("--report-md needs --layer")
+    if dispatcher != "model":
+        _check_deep_ep_usage(layer, device, shape)
     result = _checked(paths, config_path, select, no_cache)
     findings = select_sites(_family_findings(result, fix_style), sites)
     proofs = [prove(result, finding) for finding in findings]
@@ -184,7 +199,7 @@ def verify_command(
     if layer:
         from .runtime_verify.layer_run import LayerSettings
 
-        settings = LayerSettings(arm_pair, shape, world_size, device, seed, runner)
+        settings = LayerSettings(arm_pair, shape, world_size, device, seed, runner, dispatcher)
         layer_report = _run_layer(result, proofs, settings)
     if output_format == "json":
         document: dict[str, Any] = {"sites": [proof_dict(p) for p in proofs]}
@@ -211,6 +226,18 @@ def verify_command(
     if result.problems:
         sys.exit(2)
     sys.exit(_exit_code(proofs, layer_report))
+
+
+def _check_deep_ep_usage(layer: bool, device: str, shape: str) -> None:
+    if not layer:
+        raise click.UsageError("--dispatcher needs --layer")
+    if device != "cuda":
+        raise click.UsageError("--dispatcher deep_ep runs DeepEP's CUDA kernels: use --device cuda")
+    if SHAPES[shape].dtype != "bfloat16":
+        raise click.UsageError(
+            f"--dispatcher deep_ep moves bfloat16 tokens; --shape {shape} is "
+            f"{SHAPES[shape].dtype} (use tiny-bf16 or k3)"
+        )
 
 
 def _exit_code(proofs: list[SiteProof], layer_report: dict[str, Any] | None) -> int:
@@ -241,10 +268,15 @@ def _run_layer(
     except ImportError:
         click.echo("error: --layer needs torch (pip install 'driftcheck[verify]')", err=True)
         sys.exit(2)
+    from .runtime_verify.layer.deep_ep_module import DeepEPUnavailable
+
     try:
         return run_layer(
             proofs, settings, result.root, progress=lambda text: click.echo(text, err=True)
         )
+    except DeepEPUnavailable as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
     except Exception as exc:  # a rank's failure (no GPU, NCCL, memory) arrives as any type
         click.echo(f"error: the layer run failed: {type(exc).__name__}: {exc}", err=True)
         sys.exit(2)

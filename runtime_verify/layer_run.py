@@ -39,6 +39,7 @@ class LayerSettings:
     device: str = "cpu"
     seed: int = 0
     runner: str = "torch"
+    dispatcher: str = "model"
 
 
 def site_label(proof: SiteProof) -> str:
@@ -120,7 +121,7 @@ def run_layer(
         emit(
             f"layer {index}/{len(runnable)}: {label} ({role.kind}: {role.describe()}): arms "
             f"{', '.join(settings.arms)}, {settings.world_size} ranks on {settings.device}, "
-            f"shape {settings.shape}, runner {settings.runner}"
+            f"shape {settings.shape}, runner {settings.runner}, dispatcher {settings.dispatcher}"
         )
         family = _family(proof)
         result = confirm_plans(
@@ -133,6 +134,7 @@ def run_layer(
             seed=settings.seed,
             role=role.kind,
             runner=settings.runner,
+            dispatcher=settings.dispatcher,
             progress=lambda text, label=label: emit(f"{label}: {text}"),
         )
         report["environment"] = report["environment"] or result["environment"]

@@ -20,6 +20,8 @@ def confirm_plans(
     seed: int = 0,
     role: str = "ep_a2a",
     runner: str = "torch",
+    dispatcher: str = "model",
+    deep_ep_module: str = "deep_ep",
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Run the K3-style MoE layer for both ``arms`` in every phase of ``plans`` and compare.
@@ -32,7 +34,14 @@ def confirm_plans(
     elastic model, every other member the legacy normal-mode model), any other arm a
     partial-sum one. ``arms`` is ``(reference, test)``. ``runner`` is ``"torch"`` or
     ``"deep_gemm"`` (DeepGEMM's m-grouped contiguous GEMM when importable on CUDA; torch
-    otherwise, and the report says why).
+    otherwise, and the report says why). ``dispatcher`` is ``"model"`` (the dispatcher models
+    above, any device) or ``"deep_ep"``: ``deepep`` on DeepEP's legacy ``Buffer`` and
+    ``deepep_v2`` on its ``ElasticBuffer`` (:mod:`.deep_ep_dispatchers`), one rank per GPU over
+    NCCL, bf16 shapes only; each arm is then also run on its model, and each phase's
+    ``emulated`` entry gives how far the real buffer's output is from the model's. A ``deep_ep``
+    run that cannot start here raises :class:`.deep_ep_module.DeepEPUnavailable`, never falls
+    back. ``deep_ep_module`` names the module holding ``Buffer`` and ``ElasticBuffer``
+    (``deep_ep``; a stand-in with DeepEP's API may run on CPU, which is how the tests run it).
 
     Runs ``world_size`` ranks (spawned here, or the ranks ``torchrun`` started when RANK and
     WORLD_SIZE are set) on ``device`` ("cpu" or "cuda"). Progress lines go to ``progress``.
@@ -53,6 +62,8 @@ def confirm_plans(
         seed=seed,
         role=role,
         runner=runner,
+        dispatcher=dispatcher,
+        deep_ep_module=deep_ep_module,
     )
     job.validate()
     from .launch import launch

@@ -11,6 +11,7 @@ from typing import Any
 
 import torch.multiprocessing as mp
 
+from .deep_ep_module import preflight
 from .environment import Placement
 from .job import Job
 from .worker import run_job
@@ -32,8 +33,15 @@ def torchrun_placement() -> Placement | None:
 
 
 def launch(job: Job, progress: Progress | None) -> dict[str, Any]:
-    """Run ``job`` over ``job.world_size`` ranks and return rank 0's report."""
+    """Run ``job`` over ``job.world_size`` ranks and return rank 0's report.
+
+    A ``deep_ep`` job that cannot run here (no importable DeepEP, fewer GPUs than ranks on
+    this host) raises :class:`.deep_ep_module.DeepEPUnavailable` before any rank starts.
+    """
     placement = torchrun_placement()
+    if job.dispatcher == "deep_ep":
+        on_host = job.world_size if placement is None else placement.local_world_size
+        preflight(job.deep_ep_module, job.device, on_host)
     if placement is None:
         return _spawn(job, progress)
     if placement.world_size != job.world_size:

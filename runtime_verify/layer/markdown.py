@@ -82,6 +82,24 @@ def report_markdown(report: dict[str, Any]) -> str:
             f"| {'passed' if entry['agreement']['passed'] else 'failed'}: "
             f"{entry['agreement']['summary']} |"
         )
+    emulated = [(phase, entry) for phase, entry in phases if "emulated" in entry]
+    if emulated:
+        lines += [
+            "",
+            "Real DeepEP buffers against their models (same plan, weights and tokens):",
+            "",
+            "| phase | arm | real buffer | model | bit-exact | max abs diff | rel L2 | routed rel L2 "
+            "| top-5 ids agree |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for phase, entry in emulated:
+            for arm, figures in entry["emulated"].items():
+                lines.append(
+                    f"| {phase} | {arm} | {entry['dispatcher'][arm]} | {figures['model']} "
+                    f"| {_yes(figures['bit_exact'])} | {figures['max_abs_diff']:.4g} "
+                    f"| {figures['rel_l2']:.3g} | {figures['routed_rel_l2']:.3g} "
+                    f"| {figures['top5_token_agreement']} |"
+                )
     return "\n".join(lines) + "\n"
 
 

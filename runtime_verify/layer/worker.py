@@ -6,6 +6,7 @@ import os
 import time
 from collections.abc import Callable
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 import torch
@@ -15,6 +16,15 @@ from .agreement import criterion_for, judge_agreement
 from .budget import experts_that_fit, free_host_bytes
 from .comm import Comm
 from .compare import ArmResult, compare_arms
+from .deep_ep_dispatchers import (
+    MAX_LOCAL_EXPERTS,
+    DeepEPBuffers,
+    deep_ep_expert_cap,
+    deep_ep_implementation_of,
+    make_deep_ep_dispatcher,
+)
+from .deep_ep_env import apply_rank_environment
+from .deep_ep_module import DeepEPUnavailable, describe_deep_ep, load_deep_ep
 from .dispatchers import Dispatcher, implementation_of, make_dispatcher
 from .environment import Placement, describe, dist_backend, rank_device, ranks_per_memory
 from .inputs import dp_row_counts, dp_rows, prompt_embeddings
@@ -29,16 +39,27 @@ from .store import LayerWeights
 from .verdict import judge
 
 Emit = Callable[[str], None]
+DispatcherFactory = Callable[..., Dispatcher]
 
 
 def run_job(job: Job, placement: Placement, init_method: str, emit: Emit) -> dict[str, Any]:
-    """Run ``job`` as rank ``placement.rank`` and return the report (every rank returns it)."""
+    """Run ``job`` as rank ``placement.rank`` and return the report (every rank returns it).
+
+    The rank first sets its environment (:mod:`.deep_ep_env`: NVLink multicast off, and
+    DeepEP's intranode settings for a ``deep_ep`` job), before NCCL or DeepEP initialise.
+    """
+    rank_env = apply_rank_environment(job.dispatcher)
     device = rank_device(job.device, placement)
     if device.type == "cuda":
         torch.cuda.set_device(device)
     else:
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // placement.local_world_size))
     backend = dist_backend(job.device, placement)
+    if job.dispatcher == "deep_ep" and job.device == "cuda" and backend != "nccl":
+        raise DeepEPUnavailable(
+            f"--dispatcher deep_ep needs the NCCL backend, one rank per GPU; this rank would "
+            f"use {backend} (DRIFTCHECK_DIST_BACKEND={os.environ.get('DRIFTCHECK_DIST_BACKEND')})"
+        )
     dist.init_process_group(
         backend,
         init_method=init_method,
@@ -47,25 +68,35 @@ def run_job(job: Job, placement: Placement, init_method: str, emit: Emit) -> dic
         timeout=timedelta(minutes=10),
     )
     try:
-        return _run(job, placement, device, backend, emit)
+        return _run(job, placement, device, backend, rank_env, emit)
     finally:
         dist.destroy_process_group()
 
 
 def _run(
-    job: Job, placement: Placement, device: torch.device, backend: str, emit: Emit
+    job: Job,
+    placement: Placement,
+    device: torch.device,
+    backend: str,
+    rank_env: dict[str, str],
+    emit: Emit,
 ) -> dict[str, Any]:
     comm = Comm(placement.rank, placement.world_size, device)
     configured = get_shape(job.shape)
     dtype = getattr(torch, configured.dtype)
     combining = [arm in job.family for arm in job.arms]
     banks = int(any(combining)) + int(not all(combining))
-    shape = configured.with_experts(
-        _agree_on_experts(configured, banks, job.device, placement, device, dtype)
-    )
+    fits = _agree_on_experts(configured, banks, job.device, placement, device, dtype)
+    shape = configured.with_experts(fits)
+    if job.dispatcher == "deep_ep" and fits > deep_ep_expert_cap(comm.world_size):
+        shape = configured.with_experts(deep_ep_expert_cap(comm.world_size))
+        emit(
+            f"DeepEP's legacy intranode kernels take at most {MAX_LOCAL_EXPERTS} experts per "
+            f"rank: {shape.experts} of {configured.experts} routed experts"
+        )
     shape.check(comm.world_size)
-    if shape.experts < configured.experts:
-        emit(f"memory allows {shape.experts} of {configured.experts} routed experts")
+    if fits < configured.experts:
+        emit(f"memory allows {fits} of {configured.experts} routed experts")
     runner, note = make_runner(job.runner, device, dtype)
     if note:
         emit(f"runner {job.runner} not used: {note}; routed experts run on torch")
@@ -86,8 +117,16 @@ def _run(
         dp_rows(shape.tokens, comm.rank, comm.world_size)
     ]
     _synchronize(device)
-    implementations = tuple(implementation_of(arm, job.family) for arm in job.arms)
+    implementations = tuple(_implementation(job, arm) for arm in job.arms)
     criterion = criterion_for(implementations, runner.name)  # type: ignore[arg-type]
+    factory: DispatcherFactory = make_dispatcher
+    buffers = None
+    deep_ep: dict[str, Any] | None = None
+    if job.dispatcher == "deep_ep":
+        module = load_deep_ep(job.deep_ep_module)
+        buffers = DeepEPBuffers(module, dist.group.WORLD, shape)
+        factory = partial(make_deep_ep_dispatcher, buffers=buffers)
+        deep_ep = describe_deep_ep(module)
     report: dict[str, Any] = {
         "environment": {
             **describe(
@@ -100,18 +139,37 @@ def _run(
                 configured.experts,
             ),
             "setup_seconds": round(time.perf_counter() - started, 3),
+            "dispatcher": job.dispatcher,
+            "rank_env": " ".join(f"{name}={value}" for name, value in rank_env.items()),
         },
         "runner": describe_runner(runner, job.runner, note),
         "role": job.role,
         "arms": {"reference": job.arms[0], "test": job.arms[1]},
         "criterion": criterion,
     }
-    for phase, flags in job.plans.items():
-        report[phase] = _run_phase(
-            phase, flags, job, comm, layer, local, runner, capacity, criterion, emit
-        )
+    try:
+        for phase, flags in job.plans.items():
+            report[phase] = _run_phase(
+                phase, flags, job, comm, layer, local, runner, capacity, criterion, factory, emit
+            )
+    finally:
+        if buffers is not None:
+            _synchronize(device)
+            buffers.destroy()
+    if deep_ep is not None and buffers is not None:
+        report["environment"]["deep_ep"] = {
+            **deep_ep,
+            "max_local_experts": MAX_LOCAL_EXPERTS,
+            **buffers.built,
+        }
     report["verdict"], report["verdict_reason"] = judge(report)
     return report
+
+
+def _implementation(job: Job, arm: str) -> str:
+    if job.dispatcher == "deep_ep":
+        return deep_ep_implementation_of(arm, job.family)
+    return implementation_of(arm, job.family)
 
 
 def _agree_on_experts(
@@ -177,12 +235,14 @@ def _run_phase(
     runner: Runner,
     capacity: int | None,
     criterion: dict[str, Any],
+    factory: DispatcherFactory,
     emit: Emit,
 ) -> dict[str, Any]:
     results: dict[str, ArmResult] = {}
     plans, correct, implementation, seconds, signature = {}, {}, {}, {}, {}
+    emulated: dict[str, Any] = {}
     for role, arm in zip(("reference", "test"), job.arms, strict=True):
-        dispatcher = make_dispatcher(arm, job.family, comm, layer, runner, capacity)
+        dispatcher = factory(arm, job.family, comm, layer, runner, capacity)
         plans[arm] = plan_for(job.role, flags[arm])
         correct[arm] = plan_for(job.role, arm in job.family)
         implementation[arm] = dispatcher.implementation
@@ -199,9 +259,15 @@ def _run_phase(
         if correct[arm] != plans[arm]:
             right = ArmResult(*_forward(correct[arm], comm, layer, local, dispatcher))
         signature[arm] = _signature(job.role, results[arm], right, comm.world_size)
+        if job.dispatcher == "deep_ep" and dispatcher.implementation != implementation_of(
+            arm, job.family
+        ):
+            model = make_dispatcher(arm, job.family, comm, layer, runner, capacity)
+            emulated_result = ArmResult(*_forward(plans[arm], comm, layer, local, model))
+            emulated[arm] = _against_model(model.implementation, emulated_result, results[arm])
     reference, test = job.arms
     comparison = compare_arms(results[reference], results[test])
-    return {
+    entry = {
         "plan": plans,
         "correct_plan": correct,
         "dispatcher": implementation,
@@ -210,6 +276,17 @@ def _run_phase(
         "agreement": judge_agreement(criterion, comparison),
         "seconds": seconds,
     }
+    if emulated:
+        entry["emulated"] = emulated
+    return entry
+
+
+def _against_model(model: str, emulated: ArmResult, real: ArmResult) -> dict[str, Any]:
+    """How far an arm on DeepEP's real buffer is from the same arm on its dispatcher model
+    (same plan, weights and tokens): the emulation's own agreement figures."""
+    comparison = compare_arms(emulated, real)
+    keys = ("bit_exact", "max_abs_diff", "rel_l2", "routed_rel_l2", "top5_token_agreement")
+    return {"model": model, **{key: comparison[key] for key in keys}}
 
 
 def _signature(role: str, arm: ArmResult, right: ArmResult, world_size: int) -> dict[str, Any]:
