@@ -44,6 +44,7 @@ KNOWN_KEYS = {
     "fix-style",
     "policies",
     "gates",
+    "family-implies",
 }
 
 FIX_STYLES = ("minimal", "helper")
@@ -120,6 +121,9 @@ class Config:
     fix_style: str = "minimal"
     policies: tuple[SitePolicy, ...] = ()
     gates: tuple[Gate, ...] = ()
+    # canonical -> conditions every member of its family implies (``moe_ep_size > 1``): an
+    # earlier ``if <condition>: return`` (or ``elif`` arm) has already taken the whole family
+    family_implies: tuple[tuple[str, tuple[str, ...]], ...] = ()
     source: str | None = None
     lines: dict[str, int] = field(default_factory=dict, compare=False)  # key -> line in source
     warnings: tuple[str, ...] = field(default=(), compare=False)
@@ -170,10 +174,25 @@ class Config:
                 self.model_marker,
                 self.value_attributes,
                 self.min_overlap,
+                self.family_implies,
             ],
             sort_keys=True,
         )
         return hashlib.blake2b(payload.encode(), digest_size=8).hexdigest()
+
+
+def _family_implies(read: _Reader, raw: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``{"module:qualname" = ["condition", ...]}``: what every member of a family implies."""
+    where = "[tool.driftcheck]"
+    if not isinstance(raw, dict):
+        raise read.error(
+            "family-implies",
+            f"{where} family-implies must be a table of canonical = [conditions], got {_shown(raw)}",
+        )
+    entries = []
+    for predicate, texts in sorted(raw.items()):
+        entries.append((predicate, read.strings(where, f"family-implies.{predicate}", texts)))
+    return tuple(entries)
 
 
 def _shown(value: Any) -> str:
@@ -325,6 +344,8 @@ def config_from_table(section: dict[str, Any], label: str, source: str = "") -> 
         kwargs["min_overlap"] = value
     if "fix-style" in section:
         kwargs["fix_style"] = read.choice(where, "fix-style", section["fix-style"], FIX_STYLES)
+    if "family-implies" in section:
+        kwargs["family_implies"] = _family_implies(read, section["family-implies"])
     kwargs["policies"] = tuple(_policies(read, section.get("policies", [])))
     if "gates" in section:
         kwargs["gates"] = tuple(_gates(read, section["gates"]))

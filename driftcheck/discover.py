@@ -151,10 +151,7 @@ def render(proposals: list[Proposal]) -> list[str]:
         drifting = len(proposal.drifting)
         tally = f"{len(proposal.copies)} hand cop{'y' if len(proposal.copies) == 1 else 'ies'}, {drifting} drifting"
         if family.inferred:
-            lines.append(
-                f"{members}: no helper; inferred from {family.inferred_from} copies in "
-                f"{family.inferred_files} files; {tally}"
-            )
+            lines.append(f"{members}: no helper; {family.provenance()}; {tally}")
             lines.append(
                 f"  create it: driftcheck --fix --fix-style helper --create-helper "
                 f"(writes {family.name}() beside {proposal.universe.enum_name or proposal.universe.name} "

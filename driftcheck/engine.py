@@ -25,10 +25,11 @@ from .files import iter_python_files
 from .gates import latent_members
 from .infer import infer_families
 from .judge import Judge
+from .liveness import AttributeReads
 from .model import Finding, Problem, Universe
 from .prefilter import build_prefilter
 from .project import Project, discover_project
-from .scan import FileScan, ScanSpec, scan_path
+from .scan import FileScan, ScanSpec, decode_source, scan_path
 from .selection import SelectionError, selected_codes
 from .universe import Loaded, LoadedUniverse, UniverseError, load_universes
 
@@ -51,6 +52,8 @@ class CheckResult:
     files_unreadable: int = 0
     baselined: int = 0
     expanded: bool = False
+    # what the run's sites set and whether anything reads it (:mod:`driftcheck.liveness`)
+    reads: AttributeReads | None = None
 
     @property
     def fatal(self) -> bool:
@@ -282,7 +285,9 @@ def _check_files(
     universe = result.universe
     assert universe is not None
     latent = latent_members(root, config, universe, result.scans)
-    judge = Judge(result.universes, universe, config, codes, latent)
+    reads = AttributeReads(result.scans, lambda rel: _text_or_none(root / rel))
+    result.reads = reads
+    judge = Judge(result.universes, universe, config, codes, latent, reads)
     judge.prepare(result.scans)
     findings: list[Finding] = []
     if named is not None:
@@ -296,6 +301,14 @@ def _check_files(
     result.findings = sorted(findings, key=lambda f: (f.path, f.span.line, f.span.col, f.code))
     result.problems.sort(key=lambda p: (p.path, p.line or 0))
     return result
+
+
+def _text_or_none(path: Path) -> str | None:
+    """A scanned file's text for the liveness check (None when it cannot be read now)."""
+    try:
+        return decode_source(path.read_bytes())
+    except (OSError, UnicodeDecodeError, LookupError, SyntaxError):
+        return None
 
 
 def _configured_canonical_unusable(result: CheckResult) -> bool:
@@ -330,13 +343,17 @@ def _infer_missing_families(result: CheckResult) -> None:
             continue
         key = loaded.universe.key
         sites = (s for scan in result.scans.values() for s in scan.sites if s.universe == key)
-        loaded.universe = replace(loaded.universe, families=infer_families(loaded.universe, sites))
-        for family in loaded.universe.families:
+        found = {f.qualified for u in result.every.universes for f in u.universe.families}
+        wanted = [
+            (c.predicate, c.label) for c in result.config.canonicals if c.predicate not in found
+        ]
+        families = infer_families(loaded.universe, sites, wanted)
+        loaded.universe = replace(loaded.universe, families=families)
+        for family in families:
             result.warnings.append(
-                f"no helper defines {family.label}: inferred from {family.inferred_from} "
-                f"hand-written copies in {family.inferred_files} files (name a canonical in "
-                "[tool.driftcheck], or let `driftcheck --fix --fix-style helper --create-helper` "
-                f"write {family.name}())"
+                f"no helper defines {family.label}: {family.provenance()} (name a canonical "
+                "in [tool.driftcheck], or let `driftcheck --fix --fix-style helper "
+                f"--create-helper` write {family.name}())"
             )
     if result.loaded is not None:
         result.universe = result.loaded.universe

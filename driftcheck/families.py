@@ -68,4 +68,25 @@ def family_for(site: Site, universe: Universe, min_overlap: int) -> Family | Non
         extra = len(site.members - family.member_set)
         return (shared, -missing, -extra, -len(family.members))
 
-    return max(candidates, key=score)
+    best = max(candidates, key=score)
+    inner = [f for f in candidates if f.member_set < best.member_set]
+    if inner and not named_by(site, best):
+        # a superset family (the DeepEP family plus megamoe) takes a site only on an exact
+        # match or when the site names it: one extra member is not evidence of the concept
+        return max(inner, key=score)
+    return best
+
+
+def named_by(site: Site, family: Family) -> bool:
+    """Whether the site's role or comment names every word of the family's label."""
+    words = [
+        w
+        for w in (family.label or family.name)
+        .lower()
+        .replace("_", "-")
+        .replace(" ", "-")
+        .split("-")
+        if len(w) >= 4 and w not in ("family", "backend", "backends", "members")
+    ]
+    text = f"{site.role} {site.comment}".lower().replace("_", " ").replace("-", " ")
+    return bool(words) and all(w in text for w in words)

@@ -14,14 +14,17 @@ in the files that were updated when ``mori`` joined the enum. The copies are the
    member with a family more copies support (``not is_deepep() and not is_ascend_fuseep()``
    is a drifted copy of the a2a family plus an extra, not a family of its own).
 
-Each inferred family is named for the helper that would define it (``is_deepep_family_backend``)
-and says how many copies it was read from, so messages can say so.
+Each inferred family is named for the helper that would define it, and says how many copies
+it was read from (how many of them complete), so messages can say so. The name is the one the
+configuration asked for when a configured canonical function is missing from the enum's module
+and the family is the one its label names (a fork of SGLang gets ``is_deepep_class_backend``,
+upstream's name, so a rebase meets the same helper); else ``is_<first member>_family_backend``.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from .model import Family, Site, Universe
 
@@ -34,8 +37,30 @@ def helper_name(members: tuple[str, ...], universe: Universe) -> str:
     return f"is_{first}_family" + ("_backend" if universe.noun == "backends" else "")
 
 
-def infer_families(universe: Universe, sites: Iterable[Site]) -> tuple[Family, ...]:
-    """The families the copies in ``sites`` agree on (none when no set recurs in two files)."""
+def _wanted_names(
+    accepted: list[frozenset[str]], universe: Universe, wanted: Sequence[tuple[str, str]]
+) -> dict[frozenset[str], str]:
+    """The configured name each accepted family takes: a missing canonical function of the
+    enum's module, for the family holding the member its label names (or the only family)."""
+    names: dict[frozenset[str], str] = {}
+    for predicate, label in wanted:
+        module, _, qualname = predicate.partition(":")
+        if module != universe.enum_module or not qualname.isidentifier():
+            continue
+        stem = "".join(c for c in label.split("-")[0].split(" ")[0].lower() if c.isalnum())
+        named = [f for f in accepted if stem and stem in {m.lower() for m in f}]
+        if not named and len(accepted) == 1:
+            named = accepted
+        if len(named) == 1 and named[0] not in names:
+            names[named[0]] = qualname
+    return names
+
+
+def infer_families(
+    universe: Universe, sites: Iterable[Site], wanted: Sequence[tuple[str, str]] = ()
+) -> tuple[Family, ...]:
+    """The families the copies in ``sites`` agree on (none when no set recurs in two files);
+    ``wanted`` the (predicate, label) of configured canonicals that were not found."""
     files: dict[frozenset[str], set[str]] = defaultdict(set)
     counts: dict[frozenset[str], int] = defaultdict(int)
     for site in sites:
@@ -59,10 +84,15 @@ def infer_families(universe: Universe, sites: Iterable[Site]) -> tuple[Family, .
         if not any(members & other for other in accepted):
             accepted.append(members)
     families = []
+    names = _wanted_names(accepted, universe, wanted)
     for members in accepted:
-        copies, where = support(members)
+        # the copies it was read from: those listing all of it (some with extras) or part
+        complete = sum(counts[m] for m in counts if members <= m)
+        partial = sum(counts[m] for m in counts if m < members)
+        where = set().union(*(files[m] for m in counts if m <= members or members <= m))
+        copies = complete + partial
         ordered = universe.order(members)
-        name = helper_name(ordered, universe)
+        name = names.get(members) or helper_name(ordered, universe)
         families.append(
             Family(
                 name=name,
@@ -75,6 +105,7 @@ def infer_families(universe: Universe, sites: Iterable[Site]) -> tuple[Family, .
                 universe=universe.key,
                 inferred_from=copies,
                 inferred_files=len(where),
+                inferred_complete=complete,
             )
         )
     return tuple(families)

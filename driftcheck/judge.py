@@ -18,6 +18,7 @@ from driftcheck.rules.base import RunIndex
 from .config import Config
 from .families import family_for
 from .keys import finding_key
+from .liveness import AttributeReads
 from .model import Finding, Site, Universe
 from .scan import FileScan
 from .suppressions import Suppression
@@ -38,7 +39,9 @@ class Judge:
         config: Config,
         codes: set[str],
         latent: dict[str, dict[str, str]] | None = None,
+        reads: AttributeReads | None = None,
     ) -> None:
+        self.reads = reads
         self.universes = universes
         self.primary = primary
         self.config = config
@@ -98,6 +101,7 @@ class Judge:
             allowed_missing=frozenset(allowed_missing),
             allowed_extra=frozenset(allowed_extra),
             latent=self.latent.get(site.path, {}),
+            unread=self.reads.unread(site) if self.reads is not None else (),
         )
         results: list[Finding] = []
         for rule in self.rules:

@@ -69,7 +69,8 @@ class Family:
     ``property``: ``x.name``, ``constant``: ``x in NAME``, ``inferred``: no helper exists);
     ``owner`` the class defining a method or property; ``universe`` the name of the universe
     it ranges over; ``conditions`` the narrowing texts each member is accepted under;
-    ``inferred_from`` the number of hand-written copies an inferred family was read from.
+    ``inferred_from`` the number of hand-written copies an inferred family was read from
+    (``inferred_complete`` of them list all of it), in ``inferred_files`` files.
     """
 
     name: str
@@ -84,6 +85,7 @@ class Family:
     conditions: Conditions = ()
     inferred_from: int = 0
     inferred_files: int = 0
+    inferred_complete: int = 0
 
     @property
     def member_set(self) -> frozenset[str]:
@@ -98,6 +100,16 @@ class Family:
     def condition_of(self, member: str) -> tuple[str, ...]:
         """The narrowing texts ``member`` is accepted under (``()``: outright)."""
         return dict(self.conditions).get(member, ())
+
+    def provenance(self) -> str:
+        """How an inferred family was found: ``inferred from 5 complete and 12 partial
+        hand-written copies in 11 files``."""
+        partial = self.inferred_from - self.inferred_complete
+        counts = f"{self.inferred_complete} complete" + (
+            f" and {partial} partial" if partial else ""
+        )
+        files = f"{self.inferred_files} file{'s' if self.inferred_files != 1 else ''}"
+        return f"inferred from {counts} hand-written copies in {files}"
 
     def call_text(self) -> str:
         """How a message names a call of it: ``is_x()``, ``.use_x``, ``.is_x()``, ``NAME``."""
@@ -133,6 +145,17 @@ class Universe:
     holder_names: frozenset[str] = frozenset()
     name: str = ""  # how messages name the universe: the enum, or ``Class.attribute``
     noun: str = "backends"  # how messages name its members
+    # (condition text, members that imply it): ``if <condition>: return`` settles them
+    implied: tuple[tuple[str, frozenset[str]], ...] = ()
+
+    def implied_by(self, test_text: str) -> frozenset[str]:
+        """The members a test's text (``get_parallel().moe_ep_size > 1``) is true for."""
+        text = " ".join(test_text.split())
+        found: set[str] = set()
+        for condition, members in self.implied:
+            if text == condition or text.endswith("." + condition):
+                found |= members
+        return frozenset(found)
 
     @property
     def key(self) -> str:
@@ -266,11 +289,15 @@ class Site:
     # docstring that says what it is for: a site's role, compared across the tree
     controls: tuple[str, ...] = ()
     comment: str = ""
+    # members an earlier ``if <members>: return`` of the same block already sent elsewhere:
+    # the site is never reached for them, so they are not missing from it
+    settled: frozenset[str] = frozenset()
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form (sets become sorted lists) for the cache and JSON output."""
         data = asdict(self)
         data["members"] = sorted(self.members)
+        data["settled"] = sorted(self.settled)
         data["operands"] = [{**asdict(op), "members": sorted(op.members)} for op in self.operands]
         return data
 
@@ -290,12 +317,13 @@ class Site:
         fields = {
             k: v
             for k, v in data.items()
-            if k not in ("members", "operands", "span", "helpers", "controls")
+            if k not in ("members", "operands", "span", "helpers", "controls", "settled")
         }
         return Site(
             **fields,
             span=Span(**data["span"]),
             members=frozenset(data["members"]),
+            settled=frozenset(data.get("settled", ())),
             operands=ops,
             helpers=tuple(data.get("helpers", ())),
             controls=tuple(data.get("controls", ())),
@@ -360,6 +388,8 @@ class Finding:
     # what the finding rests on, when a rule's fix depends on it ("helper": the evidence
     # calls the canonical helper, so the fix does too)
     evidence: str = field(default="", compare=False)
+    # judged against a family read from the tree's copies (no helper defines it)
+    inferred: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON contract documented in ``docs/json-output.md``."""
@@ -382,6 +412,8 @@ class Finding:
         }
         if self.latent:
             data["latent"] = dict(sorted(self.latent.items()))
+        if self.inferred:
+            data["inferred"] = True
         if self.fix is not None:
             data["fix"] = self.fix.to_dict()
         elif self.fix_refusal is not None:

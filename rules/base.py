@@ -56,6 +56,9 @@ class Judgement:
     allowed_missing: frozenset[str] = frozenset()
     allowed_extra: frozenset[str] = frozenset()
     latent: dict[str, str] = field(default_factory=dict)
+    # the attributes the site sets when that is all it does and nothing reads them
+    # (:mod:`driftcheck.liveness`): such a copy decides nothing, and is DC006's, not an error
+    unread: tuple[str, ...] = ()
 
 
 @dataclass
@@ -138,6 +141,7 @@ def site_finding(
         live=tuple(m for m in missing if m not in latent),
         latent=latent,
         site=site,
+        inferred=family.inferred,
     )
 
 
@@ -148,6 +152,12 @@ def subject(site: Site) -> str:
     if site.context == "match":
         return f"case in {site.symbol}"
     return f"condition in {site.symbol}"
+
+
+def provenance_note(family: Family) -> str:
+    """`` (inferred from ...; no helper defines it)`` for a family read from the tree's
+    copies: every message about such a family says so."""
+    return f" ({family.provenance()}; no helper defines it)" if family.inferred else ""
 
 
 def noun(family: Family, universe: Universe) -> str:
@@ -171,7 +181,7 @@ def drift(
         for member in universe.order(operand.members):
             if member not in present:
                 present.append(member)
-    covered = effective_members(site, universe)
+    covered = effective_members(site, universe) | site.settled
     missing = tuple(m for m in family.members if m not in covered)
     extra = tuple(m for m in present if m not in family.member_set)
     return tuple(present), missing, extra

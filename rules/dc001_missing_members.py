@@ -91,6 +91,25 @@ return is_deepep_class_backend() or b.is_megamoe() or b.is_ascend_fuseep()
             "    )\n",
             note="complete (a superset spelled by hand is DC002, off by default)",
         ),
+        Example(
+            "class Block:\n"
+            "    def __init__(self):\n"
+            "        b = get_moe_a2a_backend()\n"
+            "        if b.is_deepep() or b.is_mooncake():\n"
+            "            self.top_k = 2\n",
+            note="its only effect is an attribute nothing reads: it decides nothing (DC006, "
+            "off by default)",
+        ),
+        Example(
+            "def impl_class():\n"
+            "    b = get_moe_a2a_backend()\n"
+            "    if b.is_mori():\n"
+            "        return 'mori'\n"
+            "    if b.is_deepep() or b.is_mooncake() or b.is_deepep_v2() or b.is_pplx():\n"
+            "        return 'deepep'\n"
+            "    return None\n",
+            note="mori already returned above: the second test is never reached for it",
+        ),
     ]
     INVALID = [
         Example(
@@ -157,11 +176,15 @@ return is_deepep_class_backend() or b.is_megamoe() or b.is_ascend_fuseep()
         Example(
             "class Block:\n"
             "    def __init__(self):\n"
-            "        self._a2a = get_moe_a2a_backend().is_deepep() or get_moe_a2a_backend().is_mooncake()\n",
+            "        self._a2a = get_moe_a2a_backend().is_deepep() or get_moe_a2a_backend().is_mooncake()\n\n"
+            "    def forward(self, x):\n"
+            "        return -x if self._a2a else x\n",
             missing=("deepep_v2", "mori", "pplx"),
             expected_fix="class Block:\n"
             "    def __init__(self):\n"
-            "        self._a2a = get_moe_a2a_backend().is_deepep() or get_moe_a2a_backend().is_deepep_v2() or get_moe_a2a_backend().is_mooncake() or get_moe_a2a_backend().is_mori() or get_moe_a2a_backend().is_pplx()\n",
+            "        self._a2a = get_moe_a2a_backend().is_deepep() or get_moe_a2a_backend().is_deepep_v2() or get_moe_a2a_backend().is_mooncake() or get_moe_a2a_backend().is_mori() or get_moe_a2a_backend().is_pplx()\n\n"
+            "    def forward(self, x):\n"
+            "        return -x if self._a2a else x\n",
         ),
         Example(
             "def forward(x):\n"
@@ -213,6 +236,8 @@ def plan_in_style(ctx: FileContext, job: SiteJob, style: str) -> Rewrite:
 
 def family_findings(rule: Rule, site: Site, judgement: Judgement) -> list[Finding]:
     """The shared DC001/DC003 judgement: the site against the family it enumerates."""
+    if judgement.unread:
+        return []  # nothing reads what it sets: DC006
     family = judgement.family
     universe = judgement.universe
     if family is None or site.enumerator == family.name:
@@ -250,8 +275,5 @@ def family_findings(rule: Rule, site: Site, judgement: Judgement) -> list[Findin
 def _canonical(family) -> str:  # type: ignore[no-untyped-def]
     """``canonical: is_deepep_class_backend``, or how an inferred family was found."""
     if family.inferred:
-        return (
-            f"inferred from {family.inferred_from} hand-written copies in {family.inferred_files} "
-            "files; no helper defines it: `driftcheck discover` proposes one"
-        )
+        return f"{family.provenance()}; no helper defines it: `driftcheck discover` proposes one"
     return f"canonical: {family.name}"

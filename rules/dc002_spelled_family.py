@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from driftcheck.model import Finding, Site
+from driftcheck.model import Family, Finding, Site
 
 from .base import Example, Judgement, Rule, drift, noun, site_finding, subject
 
@@ -66,9 +66,11 @@ enable with `--select DC002` when cleaning up.
         present, _, extra = drift(site, family, judgement.universe)
         if len(extra) > len(family.members):
             return []  # a longer list of another concept that happens to contain the family
+        if extra and len(family.members) < 3:
+            return []  # (CUDA, ROCm, XPU): a capability list of its own, not a pair plus one
         tail = f" or the extras ({', '.join(extra)})" if extra else ""
         spelled = noun(family, judgement.universe)
-        call = family.call_text()
+        count = "both" if len(family.members) == 2 else f"all {len(family.members)}"
         return [
             site_finding(
                 self,
@@ -77,6 +79,32 @@ enable with `--select DC002` when cleaning up.
                 members=present,
                 missing=(),
                 extra=extra,
-                message=f"{subject(site)} spells out all {len(family.members)} {spelled} by hand; call {call}{tail}",
+                message=f"{subject(site)} spells out {count} {spelled} by hand; call "
+                f"{advised_call(site, family)}{tail}{_gate_note(site, family)}",
             )
         ]
+
+
+def advised_call(site: Site, family: Family) -> str:
+    """How the site would call the canonical: ``is_x()``; ``self.use_x`` inside the class
+    that defines it; ``Owner.use_x`` elsewhere (the site's receiver may not have it); for a
+    family no helper defines, the helper ``--create-helper`` would write."""
+    if family.inferred:
+        return (
+            f"{family.name}() once it exists ({family.provenance()}; `driftcheck --fix "
+            "--fix-style helper --create-helper` writes it)"
+        )
+    if family.access not in ("property", "method") or not family.owner:
+        return family.call_text()
+    inside = site.symbol.startswith(f"{family.owner}.")
+    return ("self" if inside else family.owner) + family.call_text()
+
+
+def _gate_note(site: Site, family: Family) -> str:
+    """``; note: X also tests ...`` when the canonical accepts its members only under
+    conditions of its own and the site compares raw values (so it lacks them)."""
+    gates = sorted({text for _, texts in family.conditions for text in texts})
+    raw = any(op.kind in ("string", "enum") for op in site.operands)
+    if not gates or not raw:
+        return ""
+    return f"; note: {family.owner + '.' if family.owner else ''}{family.name} also tests {', '.join(gates)}"

@@ -13,10 +13,20 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from driftcheck.families import covered_members, enumerates
+from driftcheck.families import covered_members, enumerates, named_by
 from driftcheck.model import Family, Finding, Site, Universe
 
-from .base import Example, Judgement, Rule, RunIndex, drift, site_finding, subject
+from .base import (
+    Example,
+    Judgement,
+    Rule,
+    RunIndex,
+    drift,
+    noun,
+    provenance_note,
+    site_finding,
+    subject,
+)
 
 if TYPE_CHECKING:
     from driftcheck.fix.plan import FileContext, Rewrite, SiteJob
@@ -87,6 +97,53 @@ the import is added where missing. The fix states the backends it flips.
             },
         ),
     ]
+    VALID += [
+        Example(
+            "class Block:\n"
+            "    def __init__(self):\n"
+            "        if get_moe_a2a_backend().is_deepep():\n"
+            "            self.ep_size = 8\n"
+            "            self.dispatcher = DeepEPDispatcher(self.ep_size)\n\n"
+            "    def shard(self, n):\n"
+            "        return n // self.ep_size\n\n\n"
+            "class ExampleForCausalLM:\n"
+            "    pass\n\n\n"
+            "EntryClass = ExampleForCausalLM\n",
+            note="the branch builds DeepEP's own dispatcher: code for that member alone",
+            siblings={
+                f"sibling_{name}.py": "from sglang.srt.layers.moe.utils import is_deepep_class_backend\n\n\n"
+                "class SiblingBlock:\n"
+                "    def __init__(self):\n"
+                "        if is_deepep_class_backend():\n"
+                "            self.ep_size = 8\n\n\n"
+                f"class {name.title()}ForCausalLM:\n"
+                "    pass\n\n\n"
+                f"EntryClass = {name.title()}ForCausalLM\n"
+                for name in ("one", "two")
+            },
+        ),
+        Example(
+            "class ExampleForCausalLM:\n"
+            "    def fusion_disable_reason(self):\n"
+            "        if get_parallel().moe_ep_size > 1:\n"
+            "            return 'not with expert parallelism'\n"
+            "        if get_moe_a2a_backend().is_deepep():\n"
+            "            return 'not with DeepEP'\n"
+            "        return None\n\n\n"
+            "EntryClass = ExampleForCausalLM\n",
+            note="every a2a backend runs with expert parallelism (the pack's family-implies): "
+            "the deepep test is reached for no member of the family",
+            siblings={
+                "sibling_moe.py": "from sglang.srt.layers.moe.utils import is_deepep_class_backend\n\n\n"
+                "class SiblingForCausalLM:\n"
+                "    def fusion_disable_reason(self):\n"
+                "        if is_deepep_class_backend():\n"
+                "            return 'not with DeepEP'\n"
+                "        return None\n\n\n"
+                "EntryClass = SiblingForCausalLM\n",
+            },
+        ),
+    ]
     INVALID = [
         Example(
             "class SparseBlock:\n"
@@ -128,7 +185,9 @@ the import is added where missing. The fix states the backends it flips.
             "class Block:\n"
             "    def __init__(self):\n"
             "        if get_moe_a2a_backend().is_deepep():\n"
-            "            self.ep_size = 8\n\n\n"
+            "            self.ep_size = 8\n\n"
+            "    def shard(self, n):\n"
+            "        return n // self.ep_size\n\n\n"
             "class ExampleForCausalLM:\n"
             "    pass\n\n\n"
             "EntryClass = ExampleForCausalLM\n",
@@ -136,7 +195,9 @@ the import is added where missing. The fix states the backends it flips.
             expected_fix="class Block:\n"
             "    def __init__(self):\n"
             "        if get_moe_a2a_backend().is_deepep() or get_moe_a2a_backend().is_deepep_v2() or get_moe_a2a_backend().is_mooncake() or get_moe_a2a_backend().is_mori() or get_moe_a2a_backend().is_pplx():\n"
-            "            self.ep_size = 8\n\n\n"
+            "            self.ep_size = 8\n\n"
+            "    def shard(self, n):\n"
+            "        return n // self.ep_size\n\n\n"
             "class ExampleForCausalLM:\n"
             "    pass\n\n\n"
             "EntryClass = ExampleForCausalLM\n",
@@ -279,23 +340,32 @@ the import is added where missing. The fix states the backends it flips.
         copy: use is evidence only against families of three or more."""
         if site.form == "single" and len(family.members) < 3:
             return None
-        strong = []
-        users: set[tuple[str, int, bool]] = set()
+        agreeing: list[tuple[int, str, set[tuple[str, int, bool]]]] = []
         for key in site.controls:
             found = self.users.get((universe.key, family.name, key), set())
             found = {u for u in found if u[0] != site.path or u[1] != site.span.line}
-            if len({u[0] for u in found}) >= USE_QUORUM:
+            files = len({u[0] for u in found})
+            if files >= USE_QUORUM:
+                agreeing.append((files, key, found))
+        if not agreeing:
+            return None
+        # the evidence is the operations most files agree on: a key that only the quorum
+        # shares is not quoted beside one that many share
+        floor = STRONG_QUORUM if any(n >= STRONG_QUORUM for n, _, _ in agreeing) else USE_QUORUM
+        strong = []
+        users: set[tuple[str, int, bool]] = set()
+        for files, key, found in agreeing:
+            if files >= floor:
                 strong.append((len(found), key))
                 users |= found
-        if not strong:
-            return None
         strong.sort(key=lambda item: (-item[0], item[1]))
         described = ", ".join(_describe(key) for _, key in strong[:3])
         files = len({u[0] for u in users})
         helpers = sum(u[2] for u in users)
+        calls = "" if family.inferred else f"call {family.call_text()} or "
         text = (
-            f"its use ({described}) matches {len(users)} sites in {files} files that call "
-            f"{family.call_text()} or enumerate {family.label or family.name} {universe.noun}"
+            f"its use ({described}) matches {len(users)} sites in {files} files that "
+            f"{calls}enumerate {noun(family, universe)}"
         )
         return text, helpers * 2 > len(users)
 
@@ -346,16 +416,20 @@ the import is added where missing. The fix states the backends it flips.
         """Report a site that covers less of a family than its siblings say it should."""
         findings: list[Finding] = []
         universe = judgement.universe
-        if site.kind != "property" or site.form == "helper":
+        if site.kind != "property" or site.form == "helper" or judgement.unread:
             return []
         # a site that enumerates a family is judged against that one only (by DC001/DC003)
         families = [judgement.family] if judgement.family is not None else universe.families
         for family in families:
             if site.form != "single" and enumerates(site, family, universe, judgement.min_overlap):
                 continue  # DC001/DC003 already judge this site against the family
+            if _covers_a_smaller_family(site, family, universe):
+                continue
             present, missing, extra = drift(site, family, universe)
             missing = tuple(m for m in missing if m not in judgement.allowed_missing)
             if not missing or not set(present) & family.member_set:
+                continue
+            if builds_own_object(site, present):
                 continue
             found = self.evidence(site, family, universe, judgement.min_overlap)
             if found is None:
@@ -369,7 +443,7 @@ the import is added where missing. The fix states the backends it flips.
                 members=present,
                 missing=missing,
                 extra=extra,
-                message=f"{subject(site)} tests {', '.join(present)} where {evidence}; missing {', '.join(missing)}",
+                message=f"{subject(site)} tests {', '.join(present)} where {evidence}; missing {', '.join(missing)}{provenance_note(family)}",
             )
             findings.append(replace(finding, evidence="helper" if calls_helper else "enumeration"))
             break  # one finding per site: the first family the siblings speak for
@@ -411,7 +485,8 @@ def _where(sibling: Sibling) -> str:
 
 
 WEAK_KEYS = {"call:assert", "raise"}  # validation guards nothing a family decides
-USE_QUORUM = 3  # files whose sites call the helper or enumerate the family for the same use
+USE_QUORUM = 2  # files whose sites call the helper or enumerate the family for the same use
+STRONG_QUORUM = 3  # with a key this many files share, keys fewer files share are not evidence
 
 
 def _describe(key: str) -> str:
@@ -419,6 +494,30 @@ def _describe(key: str) -> str:
     tp_size``; ``set:shared_experts`` -> ``sets shared_experts``."""
     kind, _, name = key.partition(":")
     return {"call": "guards", "kw": "feeds", "set": "sets"}.get(kind, kind) + " " + name
+
+
+def _covers_a_smaller_family(site: Site, family: Family, universe: Universe) -> bool:
+    """Whether ``site`` already covers a family ``family`` contains: the superset (the DeepEP
+    family plus megamoe) takes it only when the site names the superset."""
+    return not named_by(site, family) and any(
+        other.member_set < family.member_set and not drift(site, other, universe)[1]
+        for other in universe.families
+    )
+
+
+def builds_own_object(site: Site, present: tuple[str, ...]) -> bool:
+    """Whether the site's branch constructs a class named for a member it tests
+    (``if b.is_deepep(): self.dispatcher = DeepEPDispatcher(...)``): code written for that
+    member alone, whatever else the branch sets up."""
+    names = {"".join(c for c in m.lower() if c.isalnum()) for m in present}
+    for key in site.controls:
+        kind, _, callee = key.partition(":")
+        if kind != "call" or not callee[:1].isupper():
+            continue
+        flat = callee.lower()
+        if any(name and name in flat for name in names):
+            return True
+    return False
 
 
 def _comment_evidence(site: Site, family: Family) -> str:
@@ -444,7 +543,7 @@ def _sibling_evidence(
             return f"its sibling {_where(sibling)} calls {family.call_text()}"
     for sibling in siblings:
         if family.member_set <= sibling.members:
-            return f"its sibling {_where(sibling)} lists all {len(family.members)}"
+            return f"its sibling {_where(sibling)} lists all {len(family.members)} {noun(family, universe)}"
     enumerating = [s for s in siblings if len(s.members & family.member_set) >= min_overlap]
     if enumerating:
         best = max(enumerating, key=lambda s: (len(s.members & family.member_set), s.path))
@@ -454,6 +553,6 @@ def _sibling_evidence(
         )
         return (
             f"its sibling {_where(best)}{others} enumerate{'s' if files == 1 else ''} "
-            f"{family.label or family.name} {universe.noun}"
+            f"{noun(family, universe)}"
         )
     return None

@@ -19,6 +19,7 @@ from driftcheck.rules.base import drift
 from driftcheck.engine import CheckResult, check
 from driftcheck.families import family_for
 from driftcheck.interpret import Unproven
+from driftcheck.liveness import AttributeReads
 from driftcheck.model import Family, Finding, Site, Span, Universe
 from driftcheck.scan import decode_source
 from driftcheck.sites.names import call_name
@@ -59,12 +60,16 @@ def family_tests(
     min_overlap: int,
     path: str,
     universe: Universe,
+    reads: AttributeReads | None = None,
 ) -> list[FamilyTest]:
-    """Every family test in one module, in source order."""
+    """Every family test in one module, in source order (a copy nothing reads decides
+    nothing, and is not one: DC006)."""
     tests = [
         FamilyTest(path, site.symbol, site.span, site)
         for site in sites
-        if site.form != "single" and family_for(site, universe, min_overlap) == family
+        if site.form != "single"
+        and family_for(site, universe, min_overlap) == family
+        and not (reads is not None and reads.unread(site))
     ]
     spans = [site.span for site in sites]
     for symbol, call in _qualified_calls(tree, family.name):
@@ -125,6 +130,7 @@ class SiteRegistry:
             self.result.config.min_overlap,
             path,
             self.result.universe,
+            self.result.reads,
         )
         return [t for t in found if t.symbol == symbol]
 
@@ -143,6 +149,7 @@ class SiteRegistry:
                             self.result.config.min_overlap,
                             path,
                             self.result.universe,  # type: ignore[arg-type]
+                            self.result.reads,
                         )
                     )
                 except (Unproven, OSError, UnicodeDecodeError, SyntaxError):
@@ -150,13 +157,15 @@ class SiteRegistry:
         return tests
 
     def exemptions(self, site: Site, family: Family) -> tuple[str, ...]:
-        """Members of the site's raw drift that no finding reports (declared exemptions)."""
+        """Members of the site's raw drift that no finding reports (declared exemptions), and
+        those an earlier exit already took (never reaching the site)."""
         assert self.result.universe is not None
         _, raw_missing, _ = drift(site, family, self.result.universe)
         reported: set[str] = set()
         for finding in self._findings_at(site, family):
             reported.update(finding.missing)
-        return tuple(m for m in raw_missing if m not in reported)
+        settled = tuple(m for m in family.members if m in site.settled)
+        return tuple(m for m in raw_missing if m not in reported) + settled
 
     def _findings_at(self, site: Site, family: Family) -> list[Finding]:
         return [

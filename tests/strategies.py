@@ -569,6 +569,12 @@ def render_site_block(spec: SiteSpec, universe: GenUniverse) -> tuple[str, str]:
     ]
     if spec.container == "init-assign":
         lines += ["\t\t" + line for line in _nest(spec, f"self.flag_{i} = {value}")]
+        # something reads the attribute: a copy nothing reads decides nothing (DC006)
+        lines += [
+            "",
+            "\tdef forward(self, x):",
+            f"\t\treturn x if getattr(self, 'flag_{i}', False) else -x",
+        ]
     else:
         lines += ["", f"\tdef uses_{i}(self):"]
         lines += ["\t\t" + line for line in _nest(spec, f"return {value}")]

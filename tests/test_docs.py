@@ -87,6 +87,7 @@ def test_json_page_documents_every_field() -> None:
         "m",
         latent={"pplx": "why"},
         fix=fix,
+        inferred=True,
     )
     refused = Finding(
         "DC001", "error", "a.py", span, "f", "h", ("deepep",), ("pplx",), (), "m", fix_refusal="why"

@@ -18,7 +18,9 @@ def test_or_chain_on_getter_calls_in_assignment(tmp_path: Path) -> None:
     code = (
         "class Block:\n"
         "    def __init__(self):\n"
-        "        self._a2a = get_moe_a2a_backend().is_deepep() or get_moe_a2a_backend().is_mori()\n"
+        "        self._a2a = get_moe_a2a_backend().is_deepep() or get_moe_a2a_backend().is_mori()\n\n"
+        "    def forward(self, x):\n"
+        "        return x if self._a2a else -x\n"
     )
     assert findings(tmp_path, code) == [("DC001", 3, ("deepep_v2", "mooncake", "pplx"), ())]
 

@@ -183,7 +183,9 @@ def test_minimal_keeps_unrelated_conditions_and_counts_flips_for_some_setting(
         "                or _a2a_backend.is_mori()\n"
         "            )\n"
         "            and self._is_moe_layer\n"
-        "        )\n",
+        "        )\n\n"
+        "    def forward(self, x):\n"
+        "        return x if self._sp_moe else -x\n",
     )
     assert result.text == (
         "class Layer:\n"
@@ -200,7 +202,9 @@ def test_minimal_keeps_unrelated_conditions_and_counts_flips_for_some_setting(
         "                or _a2a_backend.is_pplx()\n"
         "            )\n"
         "            and self._is_moe_layer\n"
-        "        )\n"
+        "        )\n\n"
+        "    def forward(self, x):\n"
+        "        return x if self._sp_moe else -x\n"
     )
     assert result.notes == [note(7, "fixed DC001 (minimal): False -> True for deepep_v2, pplx")]
 

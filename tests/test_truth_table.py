@@ -220,7 +220,9 @@ def test_an_unrelated_operand_is_a_free_input_enumerated_both_ways(tmp_path: Pat
         "class Block:\n"
         "    def __init__(self):\n"
         "        b = get_moe_a2a_backend()\n"
-        "        self.uses_a2a = self._enabled or b.is_deepep() or b.is_mooncake()\n"
+        "        self.uses_a2a = self._enabled or b.is_deepep() or b.is_mooncake()\n\n"
+        "    def forward(self, x):\n"
+        "        return x if self.uses_a2a else -x\n"
     )
     replacement = "self._enabled or b.is_deepep() or b.is_deepep_v2() or b.is_mooncake() or b.is_mori() or b.is_pplx()"
     data = proof_dict(proven_with(tmp_path, code, replacement))

@@ -29,7 +29,9 @@ PPLX_ONLY = (
     "class Block:\n"
     "    def __init__(self):\n"
     "        b = get_moe_a2a_backend()\n"
-    "        self.a2a = b.is_deepep() or b.is_deepep_v2() or b.is_mooncake() or b.is_mori()\n"
+    "        self.a2a = b.is_deepep() or b.is_deepep_v2() or b.is_mooncake() or b.is_mori()\n\n"
+    "    def forward(self, x):\n"
+    "        return x if self.a2a else -x\n"
 )
 GUARDED = (
     "def guarded() -> bool:\n"
@@ -214,7 +216,9 @@ def test_an_arm_decided_by_a_free_input_is_skipped(tmp_path: Path) -> None:
         "class Block:\n"
         "    def __init__(self):\n"
         "        b = get_moe_a2a_backend()\n"
-        "        self.a2a = self._enabled or b.is_deepep() or b.is_mooncake()\n"
+        "        self.a2a = self._enabled or b.is_deepep() or b.is_mooncake()\n\n"
+        "    def forward(self, x):\n"
+        "        return x if self.a2a else -x\n"
     )
     [proof] = _proofs(tmp_path, code)
     assert arm_plans(proof, ("deepep", "deepep_v2")) == (
@@ -242,7 +246,7 @@ def test_every_fix_of_sglang_0_5_23_is_proven(runner: CliRunner, sglang_0_5_23: 
     result = run(runner, sglang_0_5_23, "--no-cache", "--format", "json")
     sites = json.loads(result.stdout)["sites"]
     assert result.exit_code == 0
-    assert len(sites) == 23
+    assert len(sites) == 19
     assert {s["verdict"] for s in sites} == {"proven"}
     k3 = next(s for s in sites if s["symbol"] == "_uses_ep_a2a")
     assert (k3["path"], k3["line"], k3["flips"]) == (

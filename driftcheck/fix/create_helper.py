@@ -49,8 +49,8 @@ def helper_source(family: Family, universe: Universe) -> str:
         f"\n\ndef {family.name}() -> bool:\n"
         f'    """Whether the {universe.noun[:-1] if universe.noun.endswith("s") else universe.noun} '
         f"is one of {listed}.\n\n"
-        f"    Written by driftcheck --create-helper from {family.inferred_from} hand-written "
-        f"copies\n    in {family.inferred_files} files; call it instead of listing them by hand.\n"
+        f"    Written by driftcheck --create-helper: {family.provenance()};\n"
+        "    call it instead of listing them by hand.\n"
         '    """\n'
         f"    backend = {getter}()\n"
         f"    return {' or '.join(calls)}\n"
@@ -97,7 +97,7 @@ def create_helpers(result: CheckResult, findings: list[Finding]) -> CreatedHelpe
             )
             created.notes.append(
                 f"{universe.enum_path}:{line}: created {family.name}() for "
-                f"{family.label} (inferred from {family.inferred_from} copies); make it the "
+                f"{family.label} ({family.provenance()}); make it the "
                 f'canonical: [tool.driftcheck] canonical = ["{universe.enum_module}:{family.name}"]'
             )
         loaded.universe = replace(universe, families=tuple(families))

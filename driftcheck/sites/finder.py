@@ -65,6 +65,9 @@ class SiteFinder:
         self._parents: dict[int, ast.AST] = {}
         self._builders = [SiteBuilder(u) for u in self.universes]
         self._controls = Controls(tree, self.lines, grow)
+        # per universe, the members earlier exits of the enclosing blocks sent elsewhere
+        self._settled: dict[str, frozenset[str]] = {}
+        self._test_sites: dict[int, list[Site]] = {}  # an ``if`` test's id -> its sites
         self._getter_bytes = [
             [g.encode() for g in (*u.getters, *u.holder_names)] for u in self.universes
         ]
@@ -144,21 +147,50 @@ class SiteFinder:
         guards: tuple[ast.expr, ...],
         parent_if: ast.If | None,
     ) -> None:
+        outer = self._settled
         for stmt in body:
             if not self._hot(stmt):
+                self._settle(stmt)  # ``if moe_ep_size > 1: return`` holds no member token
                 continue
             if isinstance(stmt, ast.ClassDef):
                 inner = self._class_lenses(stmt, lenses)
+                self._settled = {}
                 self._visit_body(stmt.body, [*qualname, stmt.name], inner, None, (), None)
+                self._settled = outer
                 continue
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 inner = self._function_lenses(stmt, lenses)
                 for default in [*stmt.args.defaults, *stmt.args.kw_defaults]:
                     if default is not None:
                         self._visit_expr_tree(default, stmt, qualname, lenses, func, (), None)
+                self._settled = {}
                 self._visit_body(stmt.body, [*qualname, stmt.name], inner, stmt, (), None)
+                self._settled = outer
                 continue
             self._visit_statement(stmt, qualname, lenses, func, guards, parent_if)
+            self._settle(stmt)
+        self._settled = outer
+
+    def _settle(self, stmt: ast.stmt) -> None:
+        """After ``if <members>: return ...`` (no ``else``), later statements of the block
+        are never reached for those members."""
+        if isinstance(stmt, ast.If) and not stmt.orelse and _exits(stmt.body):
+            self._settled = self._settled_by(stmt.test)
+
+    def _settled_by(self, test: ast.expr) -> dict[str, frozenset[str]]:
+        """The settled members once ``test`` was false: the members it tests positively
+        (alone), or those the configuration says imply it (``moe_ep_size > 1``)."""
+        settled = dict(self._settled)
+        for site in self._test_sites.get(id(test), ()):
+            if site.polarity == "positive" and not site.has_other_terms and not site.helpers:
+                settled[site.universe] = settled.get(site.universe, frozenset()) | site.members
+        if any(u.implied for u in self.universes):
+            text = ast.unparse(test)
+            for universe in self.universes:
+                implied = universe.implied_by(text)
+                if implied:
+                    settled[universe.key] = settled.get(universe.key, frozenset()) | implied
+        return settled
 
     def _visit_statement(
         self,
@@ -184,10 +216,14 @@ class SiteFinder:
                         and len(nested) == 1
                         and isinstance(nested[0], ast.If)
                     )
+                    outer = self._settled
+                    if is_elif:  # an elif arm is reached only when the earlier tests were false
+                        self._settled = self._settled_by(stmt.test)  # type: ignore[attr-defined]
                     self._visit_body(
                         nested, qualname, lenses, func,
                         guards if is_elif else inner_guards, stmt if is_elif else None,  # type: ignore[arg-type]
                     )  # fmt: skip
+                    self._settled = outer
                 for item in value:
                     if isinstance(item, ast.expr):
                         self._visit_expr_tree(item, stmt, qualname, lenses, func, guards, parent_if)
@@ -287,7 +323,10 @@ class SiteFinder:
             kind=kind,  # type: ignore[arg-type]
             controls=self._controls.keys(node, stmt, self._parents),
             comment=self._controls.comment(stmt, func),
+            settled=self._settled.get(site.universe, frozenset()) - site.members,
         )
+        if isinstance(stmt, ast.If) and stmt.test is node:
+            self._test_sites.setdefault(id(node), []).append(site)
         self.sites.append(site)
 
     def _ancestors(self, node: ast.AST, stmt: ast.stmt) -> list[ast.AST]:
@@ -341,6 +380,11 @@ class SiteFinder:
         start, end = cls.lineno - 1, cls.end_lineno or cls.lineno
         text = b"".join(self.lines[start:end])
         return any(name in text for name in names)
+
+
+def _exits(body: list[ast.stmt]) -> bool:
+    """Whether a block always leaves its function or loop (ends in return/raise/...)."""
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
 
 
 def _function_constants(func: Function, universe: Universe) -> dict[str, frozenset[str]]:

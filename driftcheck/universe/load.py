@@ -282,6 +282,13 @@ def load_universes(root: Path, config: Config) -> Loaded:
             holder_names=vocabulary.holder_names | frozenset(config.receivers),
             name=name,
             noun=_noun(name),
+            implied=tuple(
+                (" ".join(text.split()), f.member_set)
+                for f in families
+                for predicate, texts in config.family_implies
+                if predicate == f.qualified
+                for text in texts
+            ),
         )
         loaded.universes.append(
             LoadedUniverse(universe, module, domain.enum_class, vocabulary.scope, tuple(files))
