@@ -10,20 +10,24 @@ A generated :class:`Case` is a small tree, written by :meth:`Case.write`. Its un
     ``def is_<stem>_family() -> bool``; ``pyproject.toml`` names it, the value attribute
     ``moe_a2a_backend`` and a label on top of the default (SGLang) pack.
 ``auto-enum``
-    an ``enum.IntEnum`` / ``Enum`` of ``auto()`` members (or an ``IntEnum`` of integers), in
-    ``pkg/kinds.py`` or ``pkg/utils.py``, with ``is_*`` methods on the enum, a getter and a
-    helper function as above. A member's key is its attribute name (``GPU``).
+    an ``enum.IntEnum`` / ``Enum`` / ``StrEnum`` of ``auto()`` members (or an ``IntEnum`` of
+    integers), in ``pkg/kinds.py`` or ``pkg/utils.py``, with ``is_*`` methods on the enum (or
+    on a mixin it derives from) and a getter; the canonical is a helper function as above, a
+    method of the enum, or a constant of members (``<STEM>_FAMILY = (E.A, E.B)``). A member's
+    key is its attribute name (``GPU``; lower-cased for ``StrEnum``'s ``auto()``).
 ``holder-enum``
     the same kind of enum without methods; the predicates are methods of a holder class
-    ``<Stem>Device`` (``_kind: E``; ``is_gpu()`` = ``self._kind == E.GPU``) whose method
-    ``is_<stem>_family()`` is canonical; ``<Stem>Runtime.device: <Stem>Device`` holds one,
-    and the package ``__init__`` annotates a global ``current_<stem>: <Stem>Device``.
+    ``<Stem>Device`` (``_kind: E``; ``is_gpu()`` = ``self._kind == E.GPU``; or of its base
+    class) whose method ``is_<stem>_family()`` is canonical; ``<Stem>Runtime.device:
+    <Stem>Device`` holds one, and the package ``__init__`` annotates a global
+    ``current_<stem>: <Stem>Device``.
 ``config``
     a dataclass ``<Stem>Config`` holding a string setting (``transport: Literal[...]``, an
-    alias of one, or a plain ``str``) with one ``@property use_<value>`` per value
-    (``self.transport == "x"``, optionally narrowed by ``self.ep_enabled and ...``) and the
-    canonical property ``uses_<stem>_family``; ``<Stem>Layer.mesh: <Stem>Config`` holds one,
-    and ``current_<stem>`` is a global annotated with the class.
+    alias of one, or a plain ``str``) with a ``@property use_<value>`` per value (a Literal
+    may name values without one) (``self.transport == "x"``, optionally narrowed by
+    ``self.ep_enabled and ...``) and the canonical property ``uses_<stem>_family``;
+    ``<Stem>Layer.mesh: <Stem>Config`` holds one, and ``current_<stem>`` is a global
+    annotated with the class.
 
 ``pkg/models/m<k>.py`` hold sites (:class:`SiteSpec`) among unrelated code and decoys. The
 site forms, by kind (:data:`SHAPES`): ``is_*()`` chains on enum receivers or holder
@@ -42,6 +46,8 @@ name says so, else "members"; the configured label, else the helper's name).
 
 Profiles: ``ci`` (the default) is derandomized and small enough for the suite's time budget;
 ``thorough`` (``DRIFTCHECK_HYPOTHESIS_PROFILE=thorough``) runs many more, random examples.
+Engine bugs that still stand are steered around (:data:`GENERATE_KNOWN_BUGS`), each kept as a
+strict ``xfail`` regression in ``tests/regressions/``.
 """
 
 from __future__ import annotations
@@ -107,7 +113,12 @@ COMMENT_WORDS = (
 # - getters: a function annotated to return the enum is a getter only in a module defining the
 #   universe (the enum's, the holder's, the canonical's); a canonical method of an enum in
 #   ``pkg/kinds.py`` leaves ``pkg/utils.py``'s getter unread (regression
-#   ``getter_in_another_module``), so the getter goes beside that enum.
+#   ``getter_in_another_module``), so the getter goes beside that enum;
+# - canonical constants: ``frozenset({...})`` (any collection call) is "outside what driftcheck
+#   can interpret" (regression ``canonical_frozenset_constant``): only literals are generated;
+# - helper style with a canonical constant: the chain is rewritten to ``FAMILY()`` and refused
+#   as a driftcheck bug (regression ``helper_style_constant_canonical``): cases drawn for the
+#   helper style have no canonical constant.
 GENERATE_KNOWN_BUGS = os.environ.get("DRIFTCHECK_PROPERTY_KNOWN_BUGS") == "1"
 TOKENLESS_RECEIVERS = ("alias", "module-alias", "self", "param")
 
@@ -117,7 +128,7 @@ KINDS = ("string-enum", "auto-enum", "holder-enum", "config")
 HOLDER_KINDS = ("holder-enum", "config")
 HELPER_FORMS = {
     "string-enum": ("alias", "getter", "multiline"),
-    "auto-enum": ("alias", "getter", "multiline", "enum-method", "enum-value"),
+    "auto-enum": ("alias", "getter", "multiline", "enum-method", "enum-value", "constant"),
     "holder-enum": ("methods", "multiline", "value"),
     "config": ("properties", "multiline", "value"),
 }
@@ -143,6 +154,9 @@ class GenUniverse:
     gated: bool = False  # config: each property is ``self.ep_enabled and self.<setting> == x``
     literal: str = "alias"  # config: the setting's annotation: alias | inline | none (``str``)
     setting: str = "transport"  # config: the attribute holding the value
+    mixin: bool = False  # enum kinds: the is_* predicates live on a base class (a mixin)
+    bare: tuple[str, ...] = ()  # config: Literal values with no property (tested by value only)
+    collection: str = "tuple"  # a canonical constant's spelling: tuple | list | set | frozenset
 
     # names ------------------------------------------------------------------------------
     @property
@@ -159,8 +173,19 @@ class GenUniverse:
 
     @property
     def helper(self) -> str:
-        """The canonical predicate's name (a function, a holder method or a property)."""
+        """The canonical predicate's name (a function, a method, a property or a constant)."""
+        if self.helper_form == "constant":
+            return f"{self.stem.upper()}_FAMILY"
         return f"uses_{self.stem}_family" if self.kind == "config" else f"is_{self.stem}_family"
+
+    @property
+    def mixin_name(self) -> str:
+        """The base class holding the ``is_*`` predicates when :attr:`mixin` is set."""
+        return f"_{self.stem.capitalize()}Predicates"
+
+    def tested(self) -> tuple[str, ...]:
+        """The keys that have a single-member predicate (all but the config's bare values)."""
+        return tuple(v for v in self.values if v not in self.bare)
 
     @property
     def canonical_on_enum(self) -> bool:
@@ -295,18 +320,19 @@ class GenUniverse:
         base = {"int-auto": "enum.IntEnum", "enum-auto": "Enum", "str-auto": "StrEnum"}.get(
             style, "IntEnum"
         )
-        lines = [imports, "", "", f"class {self.enum}({base}):"]
+        lines = [imports, "", ""]
+        predicates = self.kind == "auto-enum"
+        if predicates and self.mixin:  # the predicates on a mixin the enum derives from
+            lines += [f"class {self.mixin_name}:", '    """Tests of the kind."""']
+            lines += self._enum_predicates()
+            lines += ["", ""]
+            base = f"{self.mixin_name}, {base}"
+        lines.append(f"class {self.enum}({base}):")
         for number, (attr, _) in enumerate(self.members, 1):
             value = {"int-auto": "enum.auto()", "int": str(number)}.get(style, "auto()")
             lines.append(f"    {attr} = {value}")
-        if self.kind == "auto-enum":
-            op = "is" if self.identity else "=="
-            for attr, value in self.members:
-                lines += [
-                    "",
-                    f"    def {self.predicate(value)}(self) -> bool:",
-                    f"        return self {op} {self.enum}.{attr}",
-                ]
+        if predicates and not self.mixin:
+            lines += self._enum_predicates()
         if self.canonical_on_enum:
             lines += ["", f"    def {self.helper}(self) -> bool:"]
             if self.helper_form == "enum-value":
@@ -316,6 +342,17 @@ class GenUniverse:
                 calls = [f"self.{self.predicate(v)}()" for v in self.family]
                 lines.append("        return " + " or ".join(calls))
         return [*lines, ""]
+
+    def _enum_predicates(self) -> list[str]:
+        op = "is" if self.identity else "=="
+        lines = []
+        for attr, value in self.members:
+            lines += [
+                "",
+                f"    def {self.predicate(value)}(self) -> bool:",
+                f"        return self {op} {self.enum}.{attr}",
+            ]
+        return lines
 
     def utils_source(self) -> str:
         """``pkg/utils.py``."""
@@ -358,6 +395,13 @@ class GenUniverse:
         lines = [f"def {self.getter}() -> {self.enum}:", f"    return {self.enum}.{first}"]
         if self.canonical_on_enum:
             return lines
+        if self.helper_form == "constant":
+            members = ", ".join(f"{self.enum}.{self.attr(v)}" for v in self.family)
+            literal = {"tuple": f"({members},)", "list": f"[{members}]"}.get(
+                self.collection, f"{{{members}}}"
+            )
+            literal = f"frozenset({literal})" if self.collection == "frozenset" else literal
+            return [*lines, "", "", f"{self.helper} = {literal}"]
         lines += ["", "", f"def {self.helper}() -> bool:"]
         calls = [f"{self.predicate(v)}()" for v in self.family]
         if self.helper_form == "alias":
@@ -383,13 +427,18 @@ class GenUniverse:
 
     def _holder_enum_utils(self) -> str:
         lines = ['"""Generated device interface."""', "", *self._enum_prelude()]
-        lines += [f"class {self.holder}:", f"    _kind: {self.enum}"]
+        predicates = []
         for attr, value in self.members:
-            lines += [
+            predicates += [
                 "",
                 f"    def {self.predicate(value)}(self) -> bool:",
                 f"        return self._kind == {self.enum}.{attr}",
             ]
+        if self.mixin:  # the predicates on a base class of the holder
+            lines += [f"class {self.mixin_name}:", f"    _kind: {self.enum}", *predicates, "", ""]
+            lines += [f"class {self.holder}({self.mixin_name}):", f"    _kind: {self.enum}"]
+        else:
+            lines += [f"class {self.holder}:", f"    _kind: {self.enum}", *predicates]
         members = ", ".join(f"{self.enum}.{self.attr(v)}" for v in self.family)
         lines += [
             "",
@@ -431,7 +480,7 @@ class GenUniverse:
                 "    def ep_enabled(self) -> bool:",
                 "        return self.expert_parallel and self.ranks > 1",
             ]
-        for value in self.values:
+        for value in self.tested():
             lines += [
                 "",
                 "    @property",
@@ -475,9 +524,9 @@ _value = st.from_regex(r"[a-z][a-z0-9]{0,5}", fullmatch=True)
 
 
 @st.composite
-def universes(draw: st.DrawFn, kind: str | None = None) -> GenUniverse:
+def universes(draw: st.DrawFn, kind: str | None = None, helper_style: bool = False) -> GenUniverse:
     """A random universe of ``kind`` (any kind when None): 3-7 members, a family of at least
-    two of them."""
+    two of them; ``helper_style``: one fit for the helper-style fix (see GENERATE_KNOWN_BUGS)."""
     kind = kind or draw(st.sampled_from(KINDS))
     values = draw(st.lists(_value, min_size=3, max_size=7, unique=True))
     renamed = draw(st.lists(st.booleans(), min_size=len(values), max_size=len(values)))
@@ -499,7 +548,15 @@ def universes(draw: st.DrawFn, kind: str | None = None) -> GenUniverse:
         stem=stem,
         members=tuple(zip(attrs, keys, strict=True)),
         family=tuple(family),
-        helper_form=draw(st.sampled_from(HELPER_FORMS[kind])),
+        helper_form=draw(
+            st.sampled_from(
+                [
+                    form
+                    for form in HELPER_FORMS[kind]
+                    if not (helper_style and form == "constant" and not GENERATE_KNOWN_BUGS)
+                ]
+            )
+        ),
         label=f"{stem.capitalize()}-family",
     )
     if kind == "string-enum":
@@ -511,6 +568,12 @@ def universes(draw: st.DrawFn, kind: str | None = None) -> GenUniverse:
             enum_style=style,
             enum_module=draw(st.sampled_from(["utils", "kinds"])),
             identity=draw(st.booleans()),
+            mixin=draw(st.booleans()),
+            collection=draw(
+                st.sampled_from(
+                    ["tuple", "list", "set", *(["frozenset"] if GENERATE_KNOWN_BUGS else [])]
+                )
+            ),
         )
     else:
         fields.update(
@@ -518,6 +581,9 @@ def universes(draw: st.DrawFn, kind: str | None = None) -> GenUniverse:
             literal=draw(st.sampled_from(["alias", "inline", "none"])),
             setting=draw(st.sampled_from(["transport", f"{stem}_backend"])),
         )
+        others = [v for v in keys if v not in family]
+        if fields["literal"] != "none" and others:  # values only the Literal names
+            fields["bare"] = tuple(v for v in others if draw(st.booleans()))
     return GenUniverse(**{**universe.__dict__, **fields})
 
 
@@ -921,13 +987,14 @@ def sites(draw: st.DrawFn, universe: GenUniverse, index: int, newline: str = "\n
             st.sampled_from(universe.family), min_size=0, max_size=len(universe.family), unique=True
         )
     )
-    others = [v for v in universe.values if v not in universe.family]
+    named = universe.tested() if operand == "property" else universe.values  # has a property
+    others = [v for v in named if v not in universe.family]
     extra_part = (
         draw(st.lists(st.sampled_from(others), max_size=len(others), unique=True)) if others else []
     )
     members = draw(st.permutations(family_part + extra_part)) if family_part or extra_part else []
     if len(members) < 2:
-        members = list(draw(st.permutations(universe.values)))[:2]
+        members = list(draw(st.permutations(named)))[:2]
     wrapper = "plain" if form == "match" else draw(st.sampled_from(WRAPPERS))
     nest = draw(st.sampled_from(sorted(NESTS)))
     layout = draw(layouts(len(members), operand, form, newline))
@@ -937,36 +1004,48 @@ def sites(draw: st.DrawFn, universe: GenUniverse, index: int, newline: str = "\n
 
 
 # -- unrelated code ----------------------------------------------------------------------------
+def _canonical_test(universe: GenUniverse) -> str:
+    """How code tests the canonical family: call the helper, its method on the getter or
+    the global, read its property, or test membership in the constant."""
+    u = universe
+    if u.kind == "config":
+        return f"{u.global_name}.{u.helper}"
+    if u.kind == "holder-enum":
+        return f"{u.global_name}.{u.helper}()"
+    if u.canonical_on_enum:
+        return f"{u.getter}().{u.helper}()"
+    return f"{u.getter}() in {u.helper}" if u.helper_form == "constant" else f"{u.helper}()"
+
+
+def _member_test(universe: GenUniverse, key: str) -> str:
+    """A single-member test of ``key`` on the getter or the global."""
+    u = universe
+    if u.kind == "config":
+        return f"{u.global_name}.{u.predicate(key)}"
+    receiver = u.global_name if u.kind == "holder-enum" else f"{u.getter}()"
+    return f"{receiver}.{u.predicate(key)}()"
+
+
 def decoys(universe: GenUniverse, index: int) -> list[str]:
     """Code that names members, predicates or the canonical and must never be reported."""
     u = universe
     a, b = u.values[0], u.values[1]
-    pa, pb = u.predicate(a), u.predicate(b)
-    non_family = [v for v in u.values if v not in u.family]
-    if u.kind in ("auto-enum", "holder-enum"):
-        va, vb = f"{u.enum}.{u.attr(a)}", f"{u.enum}.{u.attr(b)}"
-    else:
-        va, vb = f'"{a}"', f'"{b}"'
+    pa, pb = u.predicate(u.tested()[0]), u.predicate(u.tested()[1])
+    non_family = [v for v in u.tested() if v not in u.family]
+    quoted = f'"{a}"', f'"{b}"'
+    spelled = (f"{u.enum}.{u.attr(a)}", f"{u.enum}.{u.attr(b)}") if u.enum else quoted
+    va, vb = spelled if u.kind in ("auto-enum", "holder-enum") else quoted  # how values compare
     if u.kind == "config":  # a property read counts on any receiver: other names here
         same_names = f"def decoy_{index}(other):\n\treturn other.prefer_{a} or other.prefer_{b}\n"
     else:  # the same methods on an object that is not the backend (nor a holder)
         same_names = f"def decoy_{index}(other):\n\treturn other.{pa}() or other.{pb}()\n"
-    single = {
-        "string-enum": f"def decoy_single_{index}():\n\treturn {u.getter}().{pa}()\n",
-        "auto-enum": f"def decoy_single_{index}():\n\treturn {u.getter}().{pa}()\n",
-        "holder-enum": f"def decoy_single_{index}():\n\treturn {u.global_name}.{pa}()\n",
-        "config": f"def decoy_single_{index}(cfg: {u.holder}):\n\treturn cfg.{pa}\n",
-    }[u.kind]
+    single = f"def decoy_single_{index}():\n\treturn {_member_test(u, u.tested()[0])}\n"
     subject = {
         "string-enum": f"{u.getter}()",
         "auto-enum": f"{u.getter}()",
         "holder-enum": f"{u.global_name}._kind",
         "config": f"{u.global_name}.{u.setting}",
     }[u.kind]
-    if u.kind == "string-enum":
-        va_case, vb_case = f"{u.enum}.{u.attr(a)}", f"{u.enum}.{u.attr(b)}"
-    else:
-        va_case, vb_case = va, vb
     blocks = [
         same_names,
         # member values compared with names that are not the value
@@ -976,22 +1055,13 @@ def decoys(universe: GenUniverse, index: int) -> list[str]:
         f'def unrelated_{index}(x, y):\n\tz = x * {index} + y\n\tif z > 3:\n\t\treturn "{a}"\n\treturn str(z)\n',
         f'class Unrelated{index}:\n\t"""Nothing to see."""\n\n\tdef __init__(self, n):\n\t\tself.n = n\n\n\tdef twice(self):\n\t\treturn self.n * 2\n',
         # one member per case: a per-member dispatch (DC011, off by default), not a property
-        f"def decoy_dispatch_{index}():\n\tmatch {subject}:\n\t\tcase {va_case}:\n\t\t\treturn 1\n"
-        f"\t\tcase {vb_case}:\n\t\t\treturn 2\n\t\tcase _:\n\t\t\treturn 0\n",
+        f"def decoy_dispatch_{index}():\n\tmatch {subject}:\n\t\tcase {spelled[0]}:\n\t\t\treturn 1\n"
+        f"\t\tcase {spelled[1]}:\n\t\t\treturn 2\n\t\tcase _:\n\t\t\treturn 0\n",
     ]
     if non_family:
         # the canonical plus a member it does not include: complete, nothing to report
-        n = u.predicate(non_family[0])
-        blocks.append(
-            {
-                "string-enum": f"def decoy_helper_{index}():\n\treturn {u.helper}() or {u.getter}().{n}()\n",
-                "auto-enum": f"def decoy_helper_{index}():\n\treturn {u.getter}().{u.helper}() or {u.getter}().{n}()\n"
-                if u.canonical_on_enum
-                else f"def decoy_helper_{index}():\n\treturn {u.helper}() or {u.getter}().{n}()\n",
-                "holder-enum": f"def decoy_helper_{index}():\n\treturn {u.global_name}.{u.helper}() or {u.global_name}.{n}()\n",
-                "config": f"def decoy_helper_{index}():\n\treturn {u.global_name}.{u.helper} or {u.global_name}.{n}\n",
-            }[u.kind]
-        )
+        canonical, other = _canonical_test(u), _member_test(u, non_family[0])
+        blocks.append(f"def decoy_helper_{index}():\n\treturn {canonical} or {other}\n")
     return blocks
 
 
@@ -1235,9 +1305,11 @@ def locate_markers(text: str) -> tuple[list[tuple[int, int, int, int]], str]:
 
 
 @st.composite
-def cases(draw: st.DrawFn, max_files: int = 3, kind: str | None = None) -> Case:
+def cases(
+    draw: st.DrawFn, max_files: int = 3, kind: str | None = None, helper_style: bool = False
+) -> Case:
     """A universe of ``kind`` (any when None) and 1-``max_files`` model files."""
-    universe = draw(universes(kind))
+    universe = draw(universes(kind, helper_style))
     count = draw(st.integers(1, max_files))
     files = []
     index = 0

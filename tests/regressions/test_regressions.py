@@ -216,3 +216,85 @@ def test_getter_defined_outside_the_universe_modules_is_a_receiver(
     assert path.read_bytes() == before.replace(
         chain, chain + b" or get_device_kind() == DeviceKind.TPU"
     )
+
+
+FROZENSET_FAMILY = b"frozenset({MoeA2ABackend.DEEPEP, MoeA2ABackend.MOONCAKE, MoeA2ABackend.MORI})"
+
+
+@pytest.mark.parametrize(
+    "literal",
+    [
+        b"(MoeA2ABackend.DEEPEP, MoeA2ABackend.MOONCAKE, MoeA2ABackend.MORI)",
+        b"{MoeA2ABackend.DEEPEP, MoeA2ABackend.MOONCAKE, MoeA2ABackend.MORI}",
+        pytest.param(
+            FROZENSET_FAMILY,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="engine bug: the interpreter reads a canonical constant's tuple, list "
+                "or set literal but not frozenset(...)/set(...): the run stops with exit 2, "
+                "'outside what driftcheck can interpret: call with arguments'",
+            ),
+        ),
+    ],
+    ids=["tuple", "set", "frozenset"],
+)
+def test_canonical_constant_is_read_in_every_collection_spelling(
+    runner: CliRunner, sglang_like: Path, literal: bytes
+) -> None:
+    """``canonical = ["module:CONSTANT"]`` names a tuple, list, set or frozenset of enum
+    members; each spelling defines the same family."""
+    path = install(sglang_like, "canonical_frozenset_constant")
+    path.write_bytes(path.read_bytes().replace(FROZENSET_FAMILY, literal))
+    (sglang_like / "pyproject.toml").write_text(
+        "[tool.driftcheck]\ncanonical = [{ predicate = "
+        '"sglang.srt.models.canonical_frozenset_constant:A2A_FAMILY", label = "A2A" }]\n'
+    )
+    before = path.read_bytes()
+    result = run(runner, path, "--no-cache")
+    assert result.exit_code == 1
+    assert "error:" not in result.stderr
+    assert result.stdout == (
+        f"{MODELS}/canonical_frozenset_constant.py:11:12: DC001 uses_a2a enumerates 2 of 3 A2A "
+        "backends; missing mori (canonical: A2A_FAMILY)\n"
+    )
+    assert run(runner, path, "--no-cache", "--fix").exit_code == 0
+    old = b"return b.is_deepep() or b.is_mooncake()"
+    assert path.read_bytes() == before.replace(old, old + b" or b.is_mori()")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="engine bug: the helper style rewrites the chain to `A2A_FAMILY()` (a call of the "
+    "constant), which would flip every member, and refuses it as 'driftcheck bug: the helper "
+    "rewrite would flip deepep, mooncake, mori, none, ..., not mori; please report it'",
+)
+def test_helper_style_with_a_constant_canonical_fixes_or_says_why_not(
+    runner: CliRunner, sglang_like: Path
+) -> None:
+    """With ``canonical = ["...utils:A2A_FAMILY"]`` (a tuple of members), ``--fix-style
+    helper`` either rewrites the chain so that exactly mori flips, or refuses it with a
+    reason; it never plans a rewrite its own flip check calls a bug."""
+    utils = sglang_like / "sglang/srt/layers/moe/utils.py"
+    utils.write_text(
+        utils.read_text() + "\n\nA2A_FAMILY = (MoeA2ABackend.DEEPEP, MoeA2ABackend.MOONCAKE, "
+        "MoeA2ABackend.MORI)\n"
+    )
+    (sglang_like / "pyproject.toml").write_text(
+        "[tool.driftcheck]\ncanonical = [{ predicate = "
+        '"sglang.srt.layers.moe.utils:A2A_FAMILY", label = "A2A" }]\n'
+    )
+    path = install(sglang_like, "helper_style_constant_canonical")
+    finding = (
+        f"{MODELS}/helper_style_constant_canonical.py:8:12: DC001 uses_a2a enumerates 2 of 3 "
+        "A2A backends; missing mori (canonical: A2A_FAMILY)\n"
+    )
+    assert run(runner, path, "--no-cache").stdout == finding
+    result = run(runner, path, "--no-cache", "--fix", "--fix-style", "helper")
+    assert "driftcheck bug" not in result.stderr
+    note = result.stderr.splitlines()[0]
+    if result.exit_code == 0:
+        assert note.endswith("fixed DC001 (helper): False -> True for mori")
+        assert run(runner, path, "--no-cache").stdout == ""
+    else:
+        assert result.exit_code == 1 and ": not fixed DC001: " in note
+        assert result.stdout == finding
