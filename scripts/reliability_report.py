@@ -99,9 +99,15 @@ def property_section(cases: list[Case], stats: list[dict], code_: int, tail: str
     """The generated-cases section."""
     lines = ["## Property-based tests (hypothesis)", ""]
     lines.append(
-        "`tests/strategies.py` generates a universe (an enum of 3-7 string members with `is_*` "
-        "methods, a getter, a canonical family helper of 2 or more members, a `[tool.driftcheck]` "
-        "table) and 1-3 model files embedding enumerations in every supported form, among decoys "
+        "`tests/strategies.py` generates a universe of 3-7 members and a canonical family of 2 "
+        "or more, of one of four kinds (each property runs per kind): a string enum with `is_*` "
+        "methods, a getter and a helper function; an `IntEnum`/`Enum`/`StrEnum` of `auto()` "
+        "(or integer) members with `is_*` methods on the enum and a helper function or enum "
+        "method; the same enum with its predicates on a holder class (a global and an "
+        "attribute annotated with it, subclasses using `self`); a config class with a "
+        "`@property` per value of a string setting and a canonical property. Then 1-3 model "
+        "files embedding enumerations in every supported form (`is_*()` and property chains, "
+        "value comparisons, constants of strings or enum members, `match` cases), among decoys "
         "that must not be reported. Profile `ci` (derandomized, the same examples every run); "
         "`DRIFTCHECK_HYPOTHESIS_PROFILE=thorough` runs 20 times as many, randomly."
     )
@@ -129,6 +135,9 @@ def property_section(cases: list[Case], stats: list[dict], code_: int, tail: str
         lines.append("")
         lines.append("| dimension | values generated (count) |")
         lines.append("| --- | --- |")
+        kinds = collections.Counter(s.get("kind", "string-enum") for s in stats)
+        values = ", ".join(f"{code(str(k))} {n}" for k, n in sorted(kinds.items()))
+        lines.append(f"| universe kinds | {values} |")
         for key in (
             "forms",
             "operands",

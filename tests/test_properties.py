@@ -1,9 +1,12 @@
 """Properties over generated universes and model files (see ``tests/strategies.py``).
 
-For any universe and any model file built from the supported forms, spellings and layouts,
-the engine reports exactly the generated drifting sites, each with exactly its missing and
-extra members, and nothing else; and ``--fix`` (when present) rewrites exactly those sites,
-keeps every other byte and every comment, flips exactly the missing members, and converges.
+For any universe of each kind (a string enum with a helper function; an ``auto()``/``IntEnum``
+enum with predicates on the enum, or on a holder class; a config class with properties over a
+string setting) and any model file built from the supported forms (``is_*()`` and property
+chains, value comparisons, constants of strings or enum members, ``match`` cases), spellings
+and layouts, the engine reports exactly the generated drifting sites, each with exactly its
+missing and extra members, and nothing else; and ``--fix`` rewrites exactly those sites, keeps
+every other byte and every comment, flips exactly the missing members, and converges.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given
-from strategies import Case, SiteSpec, Written, cases, examples
+from hypothesis import strategies as st
+from strategies import KINDS, Case, SiteSpec, Written, cases, examples
 
 from driftcheck.engine import CheckResult, check
 
@@ -56,8 +60,10 @@ def record_statistics(case: Case, written: Written) -> None:
     if not target:
         return
     specs = [spec for model in case.files for spec in model.sites]
+    current = os.environ.get("PYTEST_CURRENT_TEST", "")  # "tests/x.py::test_y[kind] (call)"
     line = {
-        "test": os.environ.get("PYTEST_CURRENT_TEST", "").split("::")[-1].split(" ")[0],
+        "test": current.split("::")[-1].split(" ")[0].split("[")[0],
+        "kind": case.universe.kind,
         "members": len(case.universe.members),
         "family": len(case.universe.family),
         "files": len(case.files),
@@ -78,24 +84,32 @@ def record_statistics(case: Case, written: Written) -> None:
         handle.write(json.dumps(line) + "\n")
 
 
+@pytest.mark.parametrize("kind", KINDS)
 @examples(120)
-@given(cases())
-def test_engine_reports_exactly_the_generated_drifting_sites(case: Case) -> None:
+@given(data=st.data())
+def test_engine_reports_exactly_the_generated_drifting_sites(
+    kind: str, data: st.DataObject
+) -> None:
+    """Exactly the drifting sites are reported, each with its code, position, message,
+    missing and extra members, and no problem."""
+    case = data.draw(cases(kind=kind), label="case")
     with tempfile.TemporaryDirectory() as tmp:
         written, result = run_case(case, Path(tmp) / "tree")
         assert result.problems == []
         assert observed(result) == written.expected
 
 
+@pytest.mark.parametrize("kind", KINDS)
 @examples(40)
-@given(cases(max_files=2))
-def test_site_spans_are_the_generated_expressions(case: Case) -> None:
+@given(data=st.data())
+def test_site_spans_are_the_generated_expressions(kind: str, data: st.DataObject) -> None:
     """Every generated site (drifting or not) is found at exactly its span."""
     from driftcheck.prefilter import build_prefilter
     from driftcheck.project import discover_project
     from driftcheck.scan import ScanSpec, scan_bytes
     from driftcheck.universe import load_universe
 
+    case = data.draw(cases(max_files=2, kind=kind), label="case")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "tree"
         written = case.write(root)
@@ -211,8 +225,15 @@ def every_gap_bracketed(site_text: str) -> bool:
     return all("(" in gap or ")" in gap for gap in code)
 
 
+# Likewise for match statements: the minimal fixer rewrites a case's pattern only when it is
+# written on one line without comments.
+MATCH_REFUSAL = "the pattern spans lines or holds comments; add the members by hand"
+
+
 def expected_refusal(site_text: str, spec: SiteSpec) -> str | None:
     """The refusal the fixer gives the site today, or None when it must fix it."""
+    if spec.form == "match":
+        return MATCH_REFUSAL if NEWLINE.search(site_text) or "#" in site_text else None
     if not every_gap_bracketed(site_text):
         return None
     negative_chain = spec.form == "and-not" or spec.form == "ne-chain"
@@ -243,11 +264,17 @@ def drift_only(result: CheckResult) -> list[tuple]:
 
 
 @needs_fixer
-@examples(60)
-@given(cases(max_files=2))
-def test_fix_rewrites_exactly_the_drifting_sites(case: Case) -> None:
+@pytest.mark.parametrize("kind", KINDS)
+@examples(80)
+@given(data=st.data())
+def test_fix_rewrites_exactly_the_drifting_sites(kind: str, data: st.DataObject) -> None:
+    """``--fix`` (minimal style) fixes every drifting site but the known refusals, each
+    flipping exactly its missing members; the files parse, keep every comment, line ending
+    and byte-order mark and every byte outside the sites (and the constants they name);
+    what remains is exactly what was refused, and a second pass changes nothing."""
     from driftcheck.fix.apply import apply_fixes, attach_fixes
 
+    case = data.draw(cases(max_files=2, kind=kind), label="case")
     with tempfile.TemporaryDirectory() as tmp:
         written, result = run_case(case, Path(tmp) / "tree")
         root = written.root
@@ -262,9 +289,9 @@ def test_fix_rewrites_exactly_the_drifting_sites(case: Case) -> None:
         assert outcome.problems == []
         assert len(outcome.remaining) == len(refusals)
         for rel, before in written.texts.items():
-            data = (root / rel).read_bytes()
-            assert data.startswith(b"\xef\xbb\xbf") == (written.encodings[rel] == "utf-8-sig")
-            after = data.decode(written.encodings[rel])
+            raw = (root / rel).read_bytes()
+            assert raw.startswith(b"\xef\xbb\xbf") == (written.encodings[rel] == "utf-8-sig")
+            after = raw.decode(written.encodings[rel])
             ast.parse(after)
             assert comments(after) == comments(before)
             assert set(NEWLINE.findall(after)) == set(NEWLINE.findall(before))
@@ -276,5 +303,63 @@ def test_fix_rewrites_exactly_the_drifting_sites(case: Case) -> None:
         )
         snapshot = {rel: (root / rel).read_bytes() for rel in written.texts}
         second = apply_fixes(again, attach_fixes(again, again.findings, "minimal"), write=True)
+        assert second.changes == {}
+        assert {rel: (root / rel).read_bytes() for rel in written.texts} == snapshot
+
+
+VALUE_REFUSAL = "helper style is not offered for value comparisons"
+VALUE_FORMS = ("in", "not-in", "eq-chain", "ne-chain", "match")
+
+
+@needs_fixer
+@pytest.mark.parametrize("kind", KINDS)
+@examples(30)
+@given(data=st.data())
+def test_helper_style_fixes_flip_exactly_the_missing_members_or_say_why_not(
+    kind: str, data: st.DataObject
+) -> None:
+    """``--fix-style helper``: every finding is fixed or refused with a reason (never a
+    driftcheck bug), value comparisons and match cases always with the value-comparison
+    reason; each fix flips exactly the missing members; the files parse and keep every
+    comment, line ending and byte-order mark; what remains is exactly what was refused, and a
+    second pass changes nothing. (Which chains the helper style refuses depends on receivers
+    and layout, and a fix may add an import or drop a receiver it leaves unused: those are
+    not predicted here.)"""
+    from driftcheck.fix.apply import apply_fixes, attach_fixes
+
+    case = data.draw(cases(max_files=2, kind=kind, helper_style=True), label="case")
+    with tempfile.TemporaryDirectory() as tmp:
+        written, result = run_case(case, Path(tmp) / "tree")
+        root = written.root
+        specs = {
+            (rel, line, col): spec
+            for rel, spans in written.spans.items()
+            for line, col, _, _, spec in spans
+        }
+        findings = attach_fixes(result, result.findings, "helper")
+        for finding in findings:
+            spec = specs[(finding.path, finding.span.line, finding.span.col)]
+            if finding.fix is None:
+                assert finding.fix_refusal and "driftcheck bug" not in finding.fix_refusal
+            if spec.form in VALUE_FORMS:
+                assert finding.fix is None and finding.fix_refusal.startswith(VALUE_REFUSAL)
+        fixed = [f for f in findings if f.fix is not None]
+        assert [f.fix.flips for f in fixed] == [f.missing for f in fixed]
+        outcome = apply_fixes(result, findings, write=True)
+        assert outcome.problems == []
+        assert len(outcome.remaining) == len(findings) - len(fixed)
+        for rel, before in written.texts.items():
+            raw = (root / rel).read_bytes()
+            assert raw.startswith(b"\xef\xbb\xbf") == (written.encodings[rel] == "utf-8-sig")
+            after = raw.decode(written.encodings[rel])
+            ast.parse(after)
+            assert comments(after) == comments(before)
+            assert set(NEWLINE.findall(after)) == set(NEWLINE.findall(before))
+        again = check([root], use_cache=False, jobs=1)
+        assert drift_only(again) == sorted(
+            (f.code, f.path, f.message, f.missing, f.extra) for f in outcome.remaining
+        )
+        snapshot = {rel: (root / rel).read_bytes() for rel in written.texts}
+        second = apply_fixes(again, attach_fixes(again, again.findings, "helper"), write=True)
         assert second.changes == {}
         assert {rel: (root / rel).read_bytes() for rel in written.texts} == snapshot

@@ -1,15 +1,20 @@
 """Examples the property tests (and the bad-input probes) found, kept as fixed regressions.
 
-Each ``cases/<name>.example`` is a model file for the fixture universe (family: deepep,
-deepep_v2, mooncake, mori, pplx), stored byte-exactly (odd line endings, encodings and
+Each ``cases/<name>.example`` is a model file for a fixture universe (``sglang_like`` unless
+the test says otherwise; family: deepep, deepep_v2, mooncake, mori, pplx), stored byte-exactly (odd line endings, encodings and
 control characters are the point, so they are not ``.py`` files a formatter might touch).
 Each test copies it into the fixture tree and runs ``driftcheck`` and ``driftcheck --fix``.
+A case for an engine bug that still stands is a strict ``xfail`` naming the bug: it states
+the behaviour the engine owes, and starts failing (XPASS) the day the bug is fixed, when the
+mark goes and ``tests/strategies.py`` stops steering around it.
 """
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from driftcheck.cli import main
@@ -22,9 +27,9 @@ FIXED_CHAIN = (
 )
 
 
-def install(tree: Path, name: str) -> Path:
+def install(tree: Path, name: str, directory: str = MODELS) -> Path:
     """Copy example ``name`` into the fixture tree as a model file."""
-    target = tree / MODELS / f"{name}.py"
+    target = tree / directory / f"{name}.py"
     target.write_bytes((CASES / f"{name}.example").read_bytes())
     return target
 
@@ -114,3 +119,182 @@ def test_dc020_cites_the_same_sibling_warm_and_cold(runner: CliRunner, sglang_li
         "alpha_sibling.py:6 (SiblingBlock.forward) calls is_deepep_class_backend(); "
         "missing deepep_v2, mooncake, mori, pplx"
     ]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="engine bug: the prefilter's hot lines hold only lines with a member token, a "
+    "helper name or a receiver name; `return b in _A2A` has none, so the statement is pruned "
+    "and the site is never found",
+)
+def test_alias_tested_against_a_constant_of_enum_members_is_found_and_fixed(
+    runner: CliRunner, sglang_like: Path
+) -> None:
+    """The site finder recognises ``b in _A2A`` (``b`` an alias of the getter, ``_A2A`` a
+    constant of enum members); the prefilter must not prune it."""
+    path = install(sglang_like, "alias_in_member_constant")
+    before = path.read_bytes()
+    result = run(runner, path, "--no-cache")
+    assert (
+        result.stdout == f"{MODELS}/alias_in_member_constant.py:11:12: DC003 uses_a2a {MISSING}\n"
+    )
+    assert run(runner, path, "--no-cache", "--fix").exit_code == 0
+    assert path.read_bytes() == before.replace(
+        b"_A2A = (MoeA2ABackend.DEEPEP, MoeA2ABackend.MOONCAKE)",
+        b"_A2A = (MoeA2ABackend.DEEPEP, MoeA2ABackend.DEEPEP_V2, MoeA2ABackend.MOONCAKE, "
+        b"MoeA2ABackend.MORI, MoeA2ABackend.PPLX)",
+    )
+
+
+@pytest.mark.parametrize(
+    "newline",
+    [
+        "\n",
+        "\r\n",
+        pytest.param(
+            "\r",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="engine bug: the minimal match fix refuses a pattern spanning lines only "
+                "when its text holds '\\n', so on '\\r' lines it joins the pattern onto one line",
+            ),
+        ),
+    ],
+    ids=["lf", "crlf", "cr"],
+)
+def test_case_pattern_spanning_lines_is_refused_whatever_the_line_endings(
+    runner: CliRunner, sglang_like: Path, newline: str
+) -> None:
+    """A known limit of the minimal fixer, the same for every line ending: a ``case`` pattern
+    written over several lines is refused with a reason, and the file is left alone."""
+    path = install(sglang_like, "match_pattern_on_cr_lines")
+    before = path.read_bytes().replace(b"\r", newline.encode())
+    path.write_bytes(before)
+    result = run(runner, path, "--no-cache", "--fix")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[0] == (
+        f"{MODELS}/match_pattern_on_cr_lines.py:10: not fixed DC003: the pattern spans lines or "
+        "holds comments; add the members by hand"
+    )
+    assert result.stdout == (
+        f"{MODELS}/match_pattern_on_cr_lines.py:10:13: DC003 case in route enumerates 2 of 5 "
+        "DeepEP-family backends; missing deepep_v2, mooncake, pplx (canonical: "
+        "is_deepep_class_backend)\n"
+    )
+    assert path.read_bytes() == before
+
+
+@pytest.fixture
+def platform_like(tmp_path: Path) -> Path:
+    """A writable copy of ``fixtures/platform_like`` (an IntEnum of auto() members, predicates
+    on the holder base class ``Device``, canonical ``Device.is_accelerator``: GPU, NPU, TPU)."""
+    target = tmp_path / "tree"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "fixtures" / "platform_like", target)
+    return target
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="engine gap: getters are read only from the modules defining the universe (the "
+    "enum's, the holder's, the canonical's), so get_device_kind() here is no receiver and "
+    "the comparison chain is not found",
+)
+def test_getter_defined_outside_the_universe_modules_is_a_receiver(
+    runner: CliRunner, platform_like: Path
+) -> None:
+    """``def get_device_kind() -> DeviceKind`` shows that its calls hold the member, wherever
+    it is defined."""
+    path = install(platform_like, "getter_in_another_module", "devices")
+    before = path.read_bytes()
+    result = run(runner, path, "--no-cache")
+    assert result.stdout == (
+        "devices/getter_in_another_module.py:12:12: DC003 pinned enumerates 2 of 3 accelerator "
+        "members; missing TPU (canonical: is_accelerator)\n"
+    )
+    assert run(runner, path, "--no-cache", "--fix").exit_code == 0
+    chain = b"get_device_kind() == DeviceKind.GPU or get_device_kind() == DeviceKind.NPU"
+    assert path.read_bytes() == before.replace(
+        chain, chain + b" or get_device_kind() == DeviceKind.TPU"
+    )
+
+
+FROZENSET_FAMILY = b"frozenset({MoeA2ABackend.DEEPEP, MoeA2ABackend.MOONCAKE, MoeA2ABackend.MORI})"
+
+
+@pytest.mark.parametrize(
+    "literal",
+    [
+        b"(MoeA2ABackend.DEEPEP, MoeA2ABackend.MOONCAKE, MoeA2ABackend.MORI)",
+        b"{MoeA2ABackend.DEEPEP, MoeA2ABackend.MOONCAKE, MoeA2ABackend.MORI}",
+        pytest.param(
+            FROZENSET_FAMILY,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="engine bug: the interpreter reads a canonical constant's tuple, list "
+                "or set literal but not frozenset(...)/set(...): the run stops with exit 2, "
+                "'outside what driftcheck can interpret: call with arguments'",
+            ),
+        ),
+    ],
+    ids=["tuple", "set", "frozenset"],
+)
+def test_canonical_constant_is_read_in_every_collection_spelling(
+    runner: CliRunner, sglang_like: Path, literal: bytes
+) -> None:
+    """``canonical = ["module:CONSTANT"]`` names a tuple, list, set or frozenset of enum
+    members; each spelling defines the same family."""
+    path = install(sglang_like, "canonical_frozenset_constant")
+    path.write_bytes(path.read_bytes().replace(FROZENSET_FAMILY, literal))
+    (sglang_like / "pyproject.toml").write_text(
+        "[tool.driftcheck]\ncanonical = [{ predicate = "
+        '"sglang.srt.models.canonical_frozenset_constant:A2A_FAMILY", label = "A2A" }]\n'
+    )
+    before = path.read_bytes()
+    result = run(runner, path, "--no-cache")
+    assert result.exit_code == 1
+    assert "error:" not in result.stderr
+    assert result.stdout == (
+        f"{MODELS}/canonical_frozenset_constant.py:11:12: DC001 uses_a2a enumerates 2 of 3 A2A "
+        "backends; missing mori (canonical: A2A_FAMILY)\n"
+    )
+    assert run(runner, path, "--no-cache", "--fix").exit_code == 0
+    old = b"return b.is_deepep() or b.is_mooncake()"
+    assert path.read_bytes() == before.replace(old, old + b" or b.is_mori()")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="engine bug: the helper style rewrites the chain to `A2A_FAMILY()` (a call of the "
+    "constant), which would flip every member, and refuses it as 'driftcheck bug: the helper "
+    "rewrite would flip deepep, mooncake, mori, none, ..., not mori; please report it'",
+)
+def test_helper_style_with_a_constant_canonical_fixes_or_says_why_not(
+    runner: CliRunner, sglang_like: Path
+) -> None:
+    """With ``canonical = ["...utils:A2A_FAMILY"]`` (a tuple of members), ``--fix-style
+    helper`` either rewrites the chain so that exactly mori flips, or refuses it with a
+    reason; it never plans a rewrite its own flip check calls a bug."""
+    utils = sglang_like / "sglang/srt/layers/moe/utils.py"
+    utils.write_text(
+        utils.read_text() + "\n\nA2A_FAMILY = (MoeA2ABackend.DEEPEP, MoeA2ABackend.MOONCAKE, "
+        "MoeA2ABackend.MORI)\n"
+    )
+    (sglang_like / "pyproject.toml").write_text(
+        "[tool.driftcheck]\ncanonical = [{ predicate = "
+        '"sglang.srt.layers.moe.utils:A2A_FAMILY", label = "A2A" }]\n'
+    )
+    path = install(sglang_like, "helper_style_constant_canonical")
+    finding = (
+        f"{MODELS}/helper_style_constant_canonical.py:8:12: DC001 uses_a2a enumerates 2 of 3 "
+        "A2A backends; missing mori (canonical: A2A_FAMILY)\n"
+    )
+    assert run(runner, path, "--no-cache").stdout == finding
+    result = run(runner, path, "--no-cache", "--fix", "--fix-style", "helper")
+    assert "driftcheck bug" not in result.stderr
+    note = result.stderr.splitlines()[0]
+    if result.exit_code == 0:
+        assert note.endswith("fixed DC001 (helper): False -> True for mori")
+        assert run(runner, path, "--no-cache").stdout == ""
+    else:
+        assert result.exit_code == 1 and ": not fixed DC001: " in note
+        assert result.stdout == finding
