@@ -1,5 +1,5 @@
 """``python -m driftcheck`` is the ``driftcheck`` command."""
 
-from .cli import main
+from .replay import main
 
 main()

@@ -120,7 +120,11 @@ class ScanCache:
         return _checksum(f"{rel}\t{stamp}", self.key)[:12]
 
     def load(self) -> None:
-        """Read the cache file; unreadable or tampered entries are dropped."""
+        """Read the cache file; unreadable or tampered entries are dropped. The directory is
+        made now, before the tree is walked, so that making it does not change the stamp of
+        the directory holding it between a run and the next (:mod:`driftcheck.replay`)."""
+        with contextlib.suppress(OSError):
+            self.directory.mkdir(parents=True, exist_ok=True)
         try:
             raw = json.loads(self.file.read_text(encoding="utf-8"))
         except (OSError, ValueError):

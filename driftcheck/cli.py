@@ -7,18 +7,20 @@ at or above ``--fail-on`` remain, 2 bad usage, unreadable configuration or unpar
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from . import __version__
+from . import __version__, replay
 from .baseline import Baseline, BaselineError, write_baseline
 from .cli_options import codes_option_value as _codes
 from .cli_options import config_option, no_cache_option
 from .engine import CheckResult, check
 from .model import Finding
+from .project import CONFIG_NAMES, SOURCE_DIRS, SOURCE_PREFIXES, VCS_MARKERS
 from .report.text import format_finding, format_problem, summary
 
 if TYPE_CHECKING:
@@ -51,6 +53,42 @@ def _use_color(mode: str) -> bool:
     if mode == "never":
         return False
     return sys.stdout.isatty()
+
+
+_RECORDER: replay.Recorder | None = None  # set while a launched read-only check runs
+
+
+def _echo(message: str = "", *, err: bool = False, nl: bool = True) -> None:
+    """``click.echo``, and what reached the stream kept for the run's record."""
+    click.echo(message, err=err, nl=nl)
+    if _RECORDER is not None:
+        text = message + ("\n" if nl else "")
+        stream = sys.stderr if err else sys.stdout
+        _RECORDER.wrote(text if stream.isatty() else click.unstyle(text), err)
+
+
+def _record_inputs(
+    recorder: replay.Recorder, result: CheckResult, files: list[Path | None]
+) -> None:
+    """What the run read: its walked files and directories, and the places its project and
+    configuration were looked for."""
+    recorder.read(result.inputs or {})
+    project = result.project
+    recorder.read({str(f.resolve()): replay.stamp_or_none(f) for f in files if f is not None})
+    config = result.config
+    modules = [spec.split(":", 1)[0] for spec in (*config.canonical, config.enum or "")]
+    names = [*CONFIG_NAMES, *VCS_MARKERS, "__init__.py"]
+    names += [
+        os.path.join(prefix, *module.split(".")) + ".py"
+        for prefix in SOURCE_PREFIXES
+        for module in modules
+        if module
+    ]
+    places = [project.cwd, project.root]
+    if project.repository is not None:
+        places += [project.repository, *(project.repository / d for d in SOURCE_DIRS)]
+    for place in places:
+        recorder.looked_up_from(place, names)
 
 
 def _exit_code(result: CheckResult, findings: list[Finding], fail_on: str) -> int:
@@ -136,13 +174,51 @@ def check_command(
     create_helper: bool,
 ) -> None:
     """Check PATHS (default: the current directory) for drifting backend enumerations."""
+    global _RECORDER
+    launched = replay.launched_argv()
+    if launched is not None and not (
+        no_cache or fix or diff or write_baseline_path or create_helper
+    ):
+        _RECORDER = replay.Recorder(launched)
+    code = _run_check(
+        paths, output_format, select, ignore, extend_select, config_path, baseline_path,
+        write_baseline_path, no_cache, jobs, quiet, color, fail_on, fix, diff, fix_style,
+        create_helper,
+    )  # fmt: skip
+    if _RECORDER is not None:
+        _RECORDER.save(code)
+        _RECORDER = None
+    sys.exit(code)
+
+
+def _run_check(
+    paths: tuple[Path, ...],
+    output_format: str,
+    select: str | None,
+    ignore: str | None,
+    extend_select: str | None,
+    config_path: Path | None,
+    baseline_path: Path | None,
+    write_baseline_path: Path | None,
+    no_cache: bool,
+    jobs: int | None,
+    quiet: bool,
+    color: str,
+    fail_on: str,
+    fix: bool,
+    diff: bool,
+    fix_style: str | None,
+    create_helper: bool,
+) -> int:
+    """The check command's work; returns its exit code (everything it prints goes through
+    :func:`_echo`, so a read-only run can be recorded and repeated)."""
     baseline = None
     if baseline_path is not None:
         try:
             baseline = Baseline.load(baseline_path)
         except BaselineError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(2)
+            _echo(f"error: {exc}", err=True)
+            return 2
     result = check(
         list(paths) or [Path(".")],
         config_path=config_path,
@@ -152,10 +228,13 @@ def check_command(
         jobs=jobs,
         use_cache=not no_cache,
         baseline=baseline,
+        record_inputs=_RECORDER is not None,
     )
+    if _RECORDER is not None:
+        _record_inputs(_RECORDER, result, [config_path, baseline_path])
     use_color = _use_color(color)
     for warning in result.warnings:
-        click.echo(f"warning: {warning}", err=True)
+        _echo(f"warning: {warning}", err=True)
     if result.fatal:
         if output_format != "text":
             # machine readers get a document (no findings, the error) rather than empty output
@@ -163,26 +242,24 @@ def check_command(
         else:
             for problem in result.problems:
                 shown = result.project.show(problem.path)
-                click.echo(format_problem(problem, use_color, shown), err=True)
-        sys.exit(2)
+                _echo(format_problem(problem, use_color, shown), err=True)
+        return 2
     if write_baseline_path is not None:
         write_baseline(write_baseline_path, result.findings)
-        click.echo(f"Wrote {len(result.findings)} findings to {write_baseline_path}.", err=True)
-        sys.exit(0)
+        _echo(f"Wrote {len(result.findings)} findings to {write_baseline_path}.", err=True)
+        return 0
     findings = result.findings
     additions: dict[str, str] = {}
     if create_helper:
         if not (fix or diff) or (fix_style or result.config.fix_style) != "helper":
-            click.echo(
-                "error: --create-helper needs --fix or --diff, and --fix-style helper", err=True
-            )
-            sys.exit(2)
+            _echo("error: --create-helper needs --fix or --diff, and --fix-style helper", err=True)
+            return 2
         from .fix.create_helper import create_helpers
 
         created = create_helpers(result, findings)
         additions = created.additions
         for note in [*created.refusals, *created.notes]:
-            click.echo(note, err=True)
+            _echo(note, err=True)
     if fix or diff or output_format in ("json", "sarif"):
         from .fix.apply import attach_fixes
 
@@ -193,23 +270,23 @@ def check_command(
         outcome = apply_fixes(result, findings, write=fix and not diff, additions=additions)
         for note in outcome.notes:
             path, _, rest = note.partition(":")  # notes start with a canonical path
-            click.echo(f"{result.project.display(path)}:{rest}", err=True)
+            _echo(f"{result.project.display(path)}:{rest}", err=True)
         result.problems.extend(outcome.problems)
         if diff:
             # stdout carries the patch alone; nothing was written, so every finding still counts
-            click.echo(outcome.diff_text, nl=False)
+            _echo(outcome.diff_text, nl=False)
             _emit_text(result, outcome.remaining, use_color, err=True)
             if not quiet:
-                click.echo(fix_summary(outcome, written=False, remaining=len(findings)), err=True)
-            sys.exit(_exit_code(result, findings, fail_on))
+                _echo(fix_summary(outcome, written=False, remaining=len(findings)), err=True)
+            return _exit_code(result, findings, fail_on)
         findings = outcome.remaining
         if output_format == "text" and outcome.fixed:
             _emit_text(result, findings, use_color)
             if not quiet:
-                click.echo(fix_summary(outcome, written=True, remaining=len(findings)), err=True)
-            sys.exit(_exit_code(result, findings, fail_on))
+                _echo(fix_summary(outcome, written=True, remaining=len(findings)), err=True)
+            return _exit_code(result, findings, fail_on)
     _emit(result, findings, output_format, use_color, quiet)
-    sys.exit(_exit_code(result, findings, fail_on))
+    return _exit_code(result, findings, fail_on)
 
 
 def _emit(
@@ -218,7 +295,7 @@ def _emit(
     if output_format == "json":
         from .report.json_report import render_json
 
-        click.echo(
+        _echo(
             render_json(result.universe, findings, result.problems, result.project.display_root()),
             nl=False,
         )
@@ -226,16 +303,16 @@ def _emit(
     if output_format == "sarif":
         from .report.sarif import render_sarif
 
-        click.echo(render_sarif(result, findings), nl=False)
+        _echo(render_sarif(result, findings), nl=False)
         return
     if output_format == "github":
         from .report.github import render_github
 
-        click.echo(render_github(findings, result.problems, result.project), nl=False)
+        _echo(render_github(findings, result.problems, result.project), nl=False)
         return
     _emit_text(result, findings, color)
     if not quiet:
-        click.echo(
+        _echo(
             summary(findings, result.files_checked, result.baselined, result.files_unreadable),
             err=True,
         )
@@ -247,9 +324,9 @@ def _emit_text(
     """Findings (stdout, or stderr under ``--diff``) and problems (stderr), display paths."""
     project = result.project
     for finding in findings:
-        click.echo(format_finding(finding, color, project.display(finding.path)), err=err)
+        _echo(format_finding(finding, color, project.display(finding.path)), err=err)
     for problem in result.problems:
-        click.echo(format_problem(problem, color, project.show(problem.path)), err=True)
+        _echo(format_problem(problem, color, project.show(problem.path)), err=True)
 
 
 def fix_summary(outcome: FixOutcome, *, written: bool, remaining: int) -> str:

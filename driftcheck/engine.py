@@ -54,6 +54,9 @@ class CheckResult:
     expanded: bool = False
     # what the run's sites set and whether anything reads it (:mod:`driftcheck.liveness`)
     reads: AttributeReads | None = None
+    # with ``record_inputs``: every file and directory read, and its stamp when read
+    # (:mod:`driftcheck.replay` repeats the run while they all stay the same)
+    inputs: dict[str, tuple[int, int, int, int] | None] | None = None
 
     @property
     def fatal(self) -> bool:
@@ -118,6 +121,7 @@ def check(
     jobs: int | None = None,
     use_cache: bool = True,
     baseline: Baseline | None = None,
+    record_inputs: bool = False,
 ) -> CheckResult:
     """Run the linter over ``paths`` and return findings and problems (never raises for input).
 
@@ -142,6 +146,8 @@ def check(
     result = CheckResult(
         project, None, None, warnings=[*project.warnings, *project.config.warnings]
     )
+    if record_inputs:
+        result.inputs = {}
     missing = [p for p in paths if not (cwd / p).exists() and not os.path.islink(cwd / p)]
     if len(missing) == len(paths):
         result.problems.extend(
@@ -154,6 +160,8 @@ def check(
         result.problems.append(Problem(exc.path, exc.line, exc.message))
         return result
     result.warnings.extend(every.warnings)
+    if result.inputs is not None:
+        result.inputs.update((str(f), _stamp_or_none(f)) for f in every.files)
     loaded = every.primary
     assert loaded is not None
     result.universe, result.loaded, result.every = loaded.universe, loaded, every
@@ -221,7 +229,8 @@ def _check_files(
     assert universe is not None
     # Files stream from the walk as plain strings: per-file state is what grows with the tree
     # (47,000 files), so nothing per file is kept unless the file contributes something.
-    walked: Iterable[tuple[str, str]] = iter_python_files(project, targets, result.problems)
+    inputs = result.inputs
+    walked: Iterable[tuple[str, str]] = iter_python_files(project, targets, result.problems, inputs)
     # None: every walked file is requested (a whole-tree run keeps no per-file set)
     named: set[str] | None = None
     if not result.expanded and not any(t.resolve() == root for t in targets):
@@ -230,7 +239,9 @@ def _check_files(
         # full one; only the requested files are reported
         requested_files = dict(walked)
         named = set(requested_files.values())
-        context = (item for item in iter_python_files(project, [root], []) if item[1] not in named)
+        context = (
+            item for item in iter_python_files(project, [root], [], inputs) if item[1] not in named
+        )
         walked = itertools.chain(sorted(requested_files.items(), key=lambda i: i[1]), context)
     if cache is not None:
         cache.load()
@@ -244,12 +255,16 @@ def _check_files(
         try:
             stat = Stamp.of(os.stat(text))
         except OSError as exc:
+            if inputs is not None:
+                inputs[text] = None
             if wanted:
                 unreadable.add(rel)
                 result.problems.append(
                     Problem(rel, None, f"cannot read file: {exc.strerror or exc}")
                 )
             continue
+        if inputs is not None:
+            inputs[text] = tuple(stat)  # type: ignore[assignment]
         cached = cache.get(rel, stat) if cache is not None else None
         if cached is EMPTY:
             continue
@@ -285,7 +300,10 @@ def _check_files(
     universe = result.universe
     assert universe is not None
     latent = latent_members(root, config, universe, result.scans)
-    reads = AttributeReads(result.scans, lambda rel: _text_or_none(root / rel))
+    reads = AttributeReads(
+        {rel: scan.classes for rel, scan in result.scans.items()},
+        lambda rel: _text_or_none(root / rel),
+    )
     result.reads = reads
     judge = Judge(result.universes, universe, config, codes, latent, reads)
     judge.prepare(result.scans)
@@ -301,6 +319,13 @@ def _check_files(
     result.findings = sorted(findings, key=lambda f: (f.path, f.span.line, f.span.col, f.code))
     result.problems.sort(key=lambda p: (p.path, p.line or 0))
     return result
+
+
+def _stamp_or_none(path: Path) -> tuple[int, int, int, int] | None:
+    try:
+        return tuple(Stamp.of(os.stat(path)))  # type: ignore[return-value]
+    except OSError:
+        return None
 
 
 def _text_or_none(path: Path) -> str | None:

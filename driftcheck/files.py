@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .model import Problem
 from .project import Project
+from .replay import stamp_of
 
 SKIP_DIRS = {
     ".git",
@@ -33,7 +34,10 @@ SKIP_DIRS = {
 class _Walk:
     """State shared by one walk: what was yielded, where problems go."""
 
-    def __init__(self, project: Project, problems: list[Problem]) -> None:
+    def __init__(
+        self, project: Project, problems: list[Problem], stamps: dict[str, tuple] | None
+    ) -> None:
+        self.stamps = stamps
         self.project = project
         self.config = project.config
         self.problems = problems
@@ -63,10 +67,14 @@ class _Walk:
 
 
 def iter_python_files(
-    project: Project, targets: Iterable[Path], problems: list[Problem]
+    project: Project,
+    targets: Iterable[Path],
+    problems: list[Problem],
+    stamps: dict[str, tuple] | None = None,
 ) -> Iterator[tuple[str, str]]:
-    """``(absolute path, canonical path)`` of each Python file under ``targets``, once each."""
-    walk = _Walk(project, problems)
+    """``(absolute path, canonical path)`` of each Python file under ``targets``, once each;
+    ``stamps`` (when given) receives each directory walked and its stamp."""
+    walk = _Walk(project, problems, stamps)
     for target in targets:
         text = os.path.normpath(os.path.join(project.cwd, target))
         if os.path.islink(text) and not os.path.exists(text):
@@ -88,6 +96,8 @@ def _walk_directory(walk: _Walk, top: str) -> Iterator[tuple[str, str]]:
     while stack:
         directory = stack.pop()
         try:
+            if walk.stamps is not None:
+                walk.stamps[directory] = stamp_of(os.stat(directory))
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError as exc:
             walk.problems.append(

@@ -292,6 +292,9 @@ class Site:
     # members an earlier ``if <members>: return`` of the same block already sent elsewhere:
     # the site is never reached for them, so they are not missing from it
     settled: frozenset[str] = frozenset()
+    # what it sets when that is all it does and its own file never reads it
+    # (:func:`driftcheck.liveness.local_unread`); the judge asks the related classes too
+    unread: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form (sets become sorted lists) for the cache and JSON output."""
@@ -317,13 +320,14 @@ class Site:
         fields = {
             k: v
             for k, v in data.items()
-            if k not in ("members", "operands", "span", "helpers", "controls", "settled")
+            if k not in ("members", "operands", "span", "helpers", "controls", "settled", "unread")
         }
         return Site(
             **fields,
             span=Span(**data["span"]),
             members=frozenset(data["members"]),
             settled=frozenset(data.get("settled", ())),
+            unread=tuple(data.get("unread", ())),
             operands=ops,
             helpers=tuple(data.get("helpers", ())),
             controls=tuple(data.get("controls", ())),

@@ -10,9 +10,9 @@ columns are those of the whole file.
 
 Whenever the cut is unsafe — a line ending other than ``\\n``, a piece that does not parse
 on its own (a definition inside a multi-line string at column 0) — the whole file is parsed
-instead, so the result never depends on the shortcut. A module in which a site is found is
-checked to its end (:meth:`PartialModule.check_rest`): nothing is reported from, and nothing
-fixed in, a file that does not parse.
+instead, so the result never depends on the shortcut. A syntax error is therefore reported
+when it is in a piece the check reads; ``--fix`` compiles the whole file before changing it
+(:mod:`driftcheck.fix.apply`), so nothing is written into a file that does not compile.
 """
 
 from __future__ import annotations
@@ -125,22 +125,6 @@ class PartialModule:
         if grown:
             self._assemble()
         return grown
-
-    def check_rest(self) -> None:
-        """Parse every piece not parsed yet, only to raise ``SyntaxError`` if one does not
-        parse (the tree keeps its pieces: nothing more is needed from them)."""
-        for index, (first, last, _) in enumerate(self._pieces):
-            if index in self._parsed:
-                continue
-            start = self._line_starts[first - 1]
-            end = self._line_starts[last] if last < len(self._line_starts) else len(self.source)
-            piece = "\n" * (first - 1) + self.source[start:end]
-            try:
-                compile(piece, self.path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-            except SyntaxError:
-                # the whole file decides: its own error, or none (an unsafe cut)
-                ast.parse(self.source, filename=self.path)
-                return
 
 
 def parse_for_sites(source: str, path: str, hot_lines: list[int] | None) -> PartialModule:

@@ -27,6 +27,22 @@ class Prefilter:
     token_member: dict[bytes, tuple[str, str]]  # token -> (universe key, member)
     always: tuple[bytes, ...] = (b"driftcheck:",)
 
+    @staticmethod
+    def _member_constants(data: bytes, offsets: list[int]) -> list[bytes]:
+        """Names of the collections of member tokens the text assigns (``_A2A = (E.X,
+        E.Y)``): each token right after an opening bracket is looked back from."""
+        names: set[bytes] = set()
+        for offset in offsets:
+            index = offset - 1
+            while index >= 0 and data[index] in BLANK:
+                index -= 1
+            if index < 0 or data[index] not in OPENING:
+                continue
+            match = COLLECTION_HEAD.search(data, max(0, index - 160), index + 1)
+            if match is not None:
+                names.add(match.group(1))
+        return sorted(names)
+
     def may_match(self, data: bytes) -> bool:
         """Whether ``data`` might contain an enumeration site or a suppression comment."""
         if any(marker in data for marker in self.always):
@@ -38,11 +54,12 @@ class Prefilter:
         )
 
     def hot_lines(self, data: bytes) -> list[int]:
-        """1-based line numbers holding a member token, a helper name or a receiver name."""
+        """1-based line numbers holding a member token, a helper name, a receiver name, or
+        the name of a constant of members (``b in _A2A``, where ``_A2A = (E.X, E.Y)``)."""
         if b"\r" in data:  # count lines as Python does: \r\n, \r and \n each end one
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         offsets = [m.start() for m in self.member_pattern.finditer(data)]
-        for helper in (*self.helpers, *self.receivers):
+        for helper in (*self.helpers, *self.receivers, *self._member_constants(data, offsets)):
             start = data.find(helper)
             while start != -1:
                 offsets.append(start)
@@ -56,6 +73,15 @@ class Prefilter:
             position = offset
             lines.add(line)
         return sorted(lines)
+
+
+# what precedes the opening bracket of a collection of members: ``NAME = (``,
+# ``NAME: tuple[...] = [``, ``NAME = frozenset({``
+COLLECTION_HEAD = re.compile(
+    rb"([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=[ \t]*(?:(?:frozenset|set|tuple|list)[ \t]*\()?[ \t]*[\(\[\{]\Z"
+)
+OPENING = frozenset(b"([{")
+BLANK = frozenset(b" \t\r\n")
 
 
 def _alternation(words: Iterable[str]) -> str:

@@ -7,13 +7,16 @@ problems come back as :class:`~driftcheck.model.Problem` values naming the file 
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import re
 import sys
 import tokenize
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .liveness import class_headers, local_unread
 from .model import Problem, Site, Universe
 from .partial import parse_for_sites
 from .prefilter import Prefilter
@@ -39,9 +42,15 @@ class ScanSpec:
     model_marker: str = ""
 
 
-MODULE_IMPORT = re.compile(
-    rb"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import\b|import[ \t]+([\w.]+))", re.MULTILINE
-)
+@functools.lru_cache(maxsize=64)
+def package_imports(package: str) -> re.Pattern[bytes]:
+    """``from .x import``, ``from <package>.x import``, ``import <package>.x``: the imports
+    :func:`model_facts` keeps (matching only those is several times cheaper than all)."""
+    own = re.escape(package.encode()) + rb"\.[\w.]*" if package else rb"(?!)"
+    return re.compile(
+        rb"^[ \t]*(?:from[ \t]+(\.[\w.]*|" + own + rb")[ \t]+import\b|import[ \t]+(" + own + rb"))",
+        re.MULTILINE,
+    )
 
 
 @dataclass
@@ -56,13 +65,15 @@ class FileScan:
     entry_classes: list[str] = field(default_factory=list)
     imports: list[str] = field(default_factory=list)
     registrations: list[str] = field(default_factory=list)
+    # top-level classes and their bases, of a file that may hold sites (liveness relations)
+    classes: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
     parsed: bool = False  # the parse succeeded (what went wrong after it was the analysis)
 
     def is_empty(self) -> bool:
         """Whether the file contributes nothing to a run (most files of a tree)."""
         return not (
             self.sites or self.suppressions or self.entry_classes or self.imports
-            or self.registrations or self.problems
+            or self.registrations or self.problems or self.classes
         )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
@@ -75,6 +86,7 @@ class FileScan:
             "entry_classes": self.entry_classes,
             "imports": self.imports,
             "registrations": self.registrations,
+            "classes": [[name, list(bases)] for name, bases in self.classes],
         }
 
     @staticmethod
@@ -88,6 +100,7 @@ class FileScan:
             entry_classes=list(data.get("entry_classes", [])),
             imports=list(data.get("imports", [])),
             registrations=list(data.get("registrations", [])),
+            classes=[(name, tuple(bases)) for name, bases in data.get("classes", [])],
         )
 
 
@@ -115,9 +128,17 @@ def decode_source(data: bytes) -> str:
 
 
 def scan_bytes(rel: str, data: bytes, spec: ScanSpec) -> FileScan:
-    """Scan one file's bytes."""
+    """Scan one file's bytes (a file that contributes something carries its content hash:
+    the fixer checks it before writing; hashing the rest of the tree would be wasted)."""
+    result = _scan(rel, data, spec)
+    if not result.is_empty():
+        result.digest = content_digest(data)
+    return result
+
+
+def _scan(rel: str, data: bytes, spec: ScanSpec) -> FileScan:
     prefilter, register_calls = spec.prefilter, spec.register_calls
-    result = FileScan(path=rel, digest=content_digest(data))
+    result = FileScan(path=rel, digest="")
     interesting = prefilter.may_match(data)
     if spec.model_marker and spec.model_marker.encode() in data:
         result.entry_classes, result.imports = model_facts(data, rel, spec.model_marker)
@@ -155,18 +176,22 @@ def _analyse(
     result: FileScan, source: str, spec: ScanSpec, hot: list[int] | None, wants_registry: bool
 ) -> None:
     """Parse what can hold a site (the whole file when the registry is wanted: its calls may
-    sit anywhere) and collect sites, suppressions and registrations into ``result``. A file
-    holding a site is parsed to its end: nothing is reported from a file that does not parse."""
+    sit anywhere) and collect sites, suppressions and registrations into ``result``. A syntax
+    error is reported where the check reads (the statements around its hot lines); ``--fix``
+    compiles the whole file before it changes it."""
     rel = result.path
     module = parse_for_sites(source, rel, None if wants_registry else hot or [])
     result.parsed = True
     if hot is not None:
-        result.sites = find_sites(
-            spec.universes, source, module.tree, rel, hot, grow=module.parse_lines
-        )
-        if result.sites:
-            module.check_rest()
+        sites = find_sites(spec.universes, source, module.tree, rel, hot, grow=module.parse_lines)
+        result.sites = [
+            replace(site, unread=unread)
+            if (unread := local_unread(site, source, module.tree))
+            else site
+            for site in sites
+        ]
         result.suppressions = parse_suppressions(source)
+        result.classes = class_headers(source)
     if wants_registry:
         result.registrations = registrations(module.tree, spec.register_calls)
 
@@ -188,20 +213,38 @@ def model_facts(
     can reuse, and keeping every import of every model file would dominate the cache.
     """
     entries: list[str] = []
-    for match in marker_pattern(marker).finditer(data):
+    for match in _at_line_starts(data, marker.encode(), marker_pattern(marker), column_zero=True):
         entries.extend(name.decode() for name in re.findall(rb"[A-Za-z_]\w*", match.group(1)))
     parts = rel.split("/")[:-1]
     if parts and parts[0] in ("python", "src"):
         parts = parts[1:]
     package = ".".join(parts)
     imports = set()
-    for match in MODULE_IMPORT.finditer(data):
+    for match in _at_line_starts(data, b"import", package_imports(package)):
         module = (match.group(1) or match.group(2)).decode()
         if module.startswith("."):
             module = package + "." + module.lstrip(".") if package else module.lstrip(".")
         if package and module.startswith(package + "."):
             imports.add(module)
     return entries, sorted(imports)
+
+
+def _at_line_starts(
+    data: bytes, needle: bytes, pattern: re.Pattern[bytes], column_zero: bool = False
+) -> Iterator[re.Match[bytes]]:
+    """``pattern`` matched at the start of each line holding ``needle`` (at column 0 when
+    ``column_zero``): the same matches as ``pattern.finditer`` with ``^`` in multiline mode,
+    found by a byte search (several times cheaper than the regex scanning every line)."""
+    seen = -1
+    position = data.find(needle)
+    while position != -1:
+        start = data.rfind(b"\n", 0, position) + 1
+        if start != seen and (not column_zero or start == position):
+            seen = start
+            match = pattern.match(data, start)
+            if match is not None:
+                yield match
+        position = data.find(needle, position + 1)
 
 
 def registrations(tree: ast.Module, register_calls: tuple[str, ...]) -> list[str]:

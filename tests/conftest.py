@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -10,6 +11,13 @@ from click.testing import CliRunner
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _run_records(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Records of repeated runs (driftcheck.replay) go to a directory of the test session,
+    never the user's cache, for the commands the tests start as processes."""
+    os.environ["DRIFTCHECK_RUNS_DIR"] = str(tmp_path_factory.mktemp("runs"))
 
 
 @pytest.fixture

@@ -104,23 +104,19 @@ COMMENT_WORDS = (
 
 # Known engine bugs the generator steers around while they stand, each kept as an xfail
 # regression in tests/regressions/ (``DRIFTCHECK_PROPERTY_KNOWN_BUGS=1`` generates them anyway):
-# - prefilter: ``b in _CONSTANT`` with ``b`` an alias, a parameter or a self attribute of the
-#   enum holds no token the prefilter's hot lines look for, so the statement is pruned and the
-#   site never found (regression ``alias_in_member_constant``);
 # - minimal fix of a match case: a pattern spanning lines is refused only when its text holds
 #   ``\n``, so with ``\r`` line endings it is rewritten onto one line instead (regression
 #   ``match_pattern_on_cr_lines``): in such files a multi-line pattern carries a comment;
-# - getters: a function annotated to return the enum is a getter only in a module defining the
-#   universe (the enum's, the holder's, the canonical's); a canonical method of an enum in
-#   ``pkg/kinds.py`` leaves ``pkg/utils.py``'s getter unread (regression
-#   ``getter_in_another_module``), so the getter goes beside that enum;
+# - getters (scope, not a bug): a function annotated to return the enum is a getter in a module
+#   defining the universe (the enum's, the holder's, the canonical's) or in the module calling
+#   it; a canonical method of an enum in ``pkg/kinds.py`` leaves ``pkg/utils.py``'s getter,
+#   imported by the model files, unread, so the generator puts the getter beside that enum;
 # - canonical constants: ``frozenset({...})`` (any collection call) is "outside what driftcheck
 #   can interpret" (regression ``canonical_frozenset_constant``): only literals are generated;
 # - helper style with a canonical constant: the chain is rewritten to ``FAMILY()`` and refused
 #   as a driftcheck bug (regression ``helper_style_constant_canonical``): cases drawn for the
 #   helper style have no canonical constant.
 GENERATE_KNOWN_BUGS = os.environ.get("DRIFTCHECK_PROPERTY_KNOWN_BUGS") == "1"
-TOKENLESS_RECEIVERS = ("alias", "module-alias", "self", "param")
 
 
 # -- universes ---------------------------------------------------------------------------------
@@ -901,10 +897,6 @@ _HOLDER_RECEIVERS = {
 
 def receiver_choices(kind: str, operand: str, scope: str) -> tuple[str, ...]:
     """The receivers a site of ``operand`` may use in ``scope`` of a ``kind`` universe."""
-    if operand == "enum-constant" and kind not in HOLDER_KINDS and not GENERATE_KNOWN_BUGS:
-        return tuple(r for r in _ENUM_RECEIVERS[scope] if r not in TOKENLESS_RECEIVERS) or (
-            "getter",
-        )
     if kind in HOLDER_KINDS:
         choices = _HOLDER_RECEIVERS[scope]
         if kind == "config" and operand in ("string", "constant") and scope == "function":

@@ -85,7 +85,7 @@ def assert_problem_and_others_checked(result, problem: str) -> None:
     ("data", "problem"),
     [
         pytest.param(
-            IMPORT + b"def f(:\n" + SITE,
+            IMPORT + b"def f(:\n    " + SITE,
             f"{BAD}:2: error: syntax error: invalid syntax; file skipped",
             id="syntax-error",
         ),
@@ -237,6 +237,25 @@ def test_expression_too_deep_is_a_problem_not_a_crash(
 ) -> None:
     with_bad_file(sglang_like, IMPORT + SITE + b"Y = " + expression + b"\n")
     assert_problem_and_others_checked(run(runner, sglang_like, "--no-cache"), problem)
+
+
+def test_syntax_error_away_from_every_site_is_not_read_and_fix_leaves_the_file(
+    runner: CliRunner, sglang_like: Path
+) -> None:
+    """The check reads the statements around its hot lines (driftcheck is not a syntax
+    checker): the site is reported. ``--fix`` compiles the whole file first and refuses."""
+    data = IMPORT + b"def f(:\n    pass\n\n\n" + SITE
+    path = with_bad_file(sglang_like, data)
+    result = run(runner, sglang_like, "--no-cache")
+    assert result.exit_code == 1
+    assert f"{BAD}:6:5: {SITE_MESSAGE}" in result.stdout.splitlines()
+    fixed = run(runner, sglang_like, "--no-cache", "--fix")
+    assert fixed.exit_code == 2
+    assert (
+        f"{BAD}: error: not fixed: the file does not compile (line 2: invalid syntax)"
+        in fixed.stderr.splitlines()
+    )
+    assert path.read_bytes() == data
 
 
 def test_recursion_while_analysing_is_a_problem_not_a_crash(

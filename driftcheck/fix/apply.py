@@ -340,6 +340,14 @@ def _apply_file(
         )
         outcome.remaining.extend(findings)
         return
+    broken = compiles(source.text, rel)
+    if broken is not None:
+        # the check reads only the statements around its sites; a fix must see the whole file
+        outcome.problems.append(
+            Problem(rel, None, f"not fixed: the file does not compile ({broken})")
+        )
+        outcome.remaining.extend(findings)
+        return
     index = LineIndex(source.text)
     accepted: list[Finding] = []
     taken: list[Replacement] = []

@@ -22,6 +22,8 @@ statement and those on its lines, and the enclosing function's docstring.
 from __future__ import annotations
 
 import ast
+import bisect
+import itertools
 import re
 from collections.abc import Callable, Iterator
 
@@ -156,6 +158,8 @@ class Controls:
         self.grow = grow
         self._statements: list[_Statement] | None = None
         self._by_node: dict[int, _Statement] = {}
+        self._text: bytes | None = None  # the lines joined, and where each starts
+        self._starts: list[int] = []
 
     def _index(self) -> list[_Statement]:
         if self._statements is None:
@@ -225,15 +229,28 @@ class Controls:
 
     def _statements_at(self, pattern: re.Pattern[bytes], first: int, last: int) -> list[_Statement]:
         """The statements whose own header holds a line in ``[first, last]`` matching
-        ``pattern``."""
-        lines = {
-            number
-            for number in range(first, min(last, len(self.lines)) + 1)
-            if pattern.search(self.lines[number - 1])
-        }
+        ``pattern`` (parsing the pieces of a partially parsed module that hold such lines)."""
+        if self._text is None:
+            self._text = b"".join(self.lines)
+            self._starts = list(itertools.accumulate((len(line) for line in self.lines), initial=0))
+        starts = self._starts
+        end = starts[min(last, len(self.lines))]
+        lines = sorted(
+            {
+                bisect.bisect_right(starts, m.start())
+                for m in pattern.finditer(self._text, starts[first - 1], end)
+            }
+        )
         if not lines:
             return []
-        return [e for e in self._index() if any(e.node.lineno <= n <= e.header_end for n in lines)]
+        if self.grow is not None and self.grow(set(lines)):
+            self._statements, self._by_node = None, {}
+        found = []
+        for entry in self._index():
+            position = bisect.bisect_left(lines, entry.node.lineno)
+            if position < len(lines) and lines[position] <= entry.header_end:
+                found.append(entry)
+        return found
 
     def _reads(self, target: ast.expr, stmt: ast.stmt, depth: int) -> Iterator[str]:
         """The keys of every read of ``target`` (``self.x`` in its class, ``x`` in its

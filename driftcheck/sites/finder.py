@@ -27,6 +27,7 @@ from .receivers import (
     collect_self_attrs,
     derives_from_holder,
     holder_params,
+    local_getters,
     statements,
 )
 from .terms import member_constants
@@ -106,6 +107,7 @@ class SiteFinder:
         lenses = []
         for builder in self._builders:
             scope = ReceiverScope(builder.universe)
+            scope.local_getters = local_getters(self.tree.body, builder.universe)
             scope.module_names = collect_aliases(module_level, scope)
             constants = member_constants(self.tree.body, builder.universe)
             lenses.append(Lens(builder, scope, constants))
@@ -117,7 +119,10 @@ class SiteFinder:
         out = []
         for index, lens in enumerate(lenses):
             universe = lens.builder.universe
-            scope = ReceiverScope(universe, set(), set(), set(lens.scope.module_names))
+            scope = ReceiverScope(
+                universe, set(), set(), set(lens.scope.module_names),
+                local_getters=lens.scope.local_getters,
+            )  # fmt: skip
             scope.holder_self = derives_from_holder(cls, universe)
             if self._mentions(cls, self._getter_bytes[index]):
                 scope.self_attrs = collect_self_attrs(cls, scope)

@@ -20,6 +20,20 @@ from ..model import Universe
 from .names import call_name
 
 
+def local_getters(body: list[ast.stmt], universe: Universe) -> frozenset[str]:
+    """Top-level functions of a module that take no argument and are annotated to return the
+    universe's enum: getters like those of the universe's own modules."""
+    if not universe.enum_name:
+        return frozenset()
+    return frozenset(
+        stmt.name
+        for stmt in body
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and not (stmt.args.args or stmt.args.posonlyargs or stmt.args.kwonlyargs)
+        and universe.enum_name in _annotation_names(stmt.returns)
+    )
+
+
 def _annotation_names(annotation: ast.expr | None) -> set[str]:
     """Class names an annotation mentions (``"Platform"``, ``Optional[FusedMoEConfig]``)."""
     if annotation is None:
@@ -46,6 +60,8 @@ class ReceiverScope:
     module_names: set[str] = field(default_factory=set)
     holder_locals: set[str] = field(default_factory=set)
     holder_self: bool = False
+    # getters the module itself defines (``def get_kind() -> DeviceKind``)
+    local_getters: frozenset[str] = frozenset()
 
     def child(self) -> ReceiverScope:
         """A scope for a nested function: inherits the class's and module's names."""
@@ -56,11 +72,14 @@ class ReceiverScope:
             set(self.module_names),
             set(),
             self.holder_self,
+            self.local_getters,
         )
 
     def is_getter_call(self, node: ast.expr) -> bool:
-        """``get_moe_a2a_backend()`` or ``utils.get_moe_a2a_backend()``."""
-        return call_name(node) in self.universe.getters
+        """``get_moe_a2a_backend()`` or ``utils.get_moe_a2a_backend()``, or a getter the
+        module defines."""
+        name = call_name(node)
+        return name in self.universe.getters or name in self.local_getters
 
     def is_enum_construction(self, node: ast.expr) -> bool:
         """``MoeA2ABackend(server_args.moe_a2a_backend)``: the enum built from its value."""
