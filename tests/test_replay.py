@@ -28,7 +28,9 @@ def records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return directory
 
 
-def driftcheck(tree: Path, *args: str, importtime: bool = False) -> subprocess.CompletedProcess[str]:
+def driftcheck(
+    tree: Path, *args: str, importtime: bool = False
+) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, *(["-X", "importtime"] if importtime else []), "-m", "driftcheck"]
     return subprocess.run([*command, *args], cwd=tree, capture_output=True, text=True, check=False)
 
@@ -93,7 +95,9 @@ def test_fix_and_no_cache_are_never_answered_from_a_record(
     sglang_like: Path, records: Path
 ) -> None:
     driftcheck(sglang_like, ".")
-    assert "driftcheck.engine" in imported(driftcheck(sglang_like, "--no-cache", ".", importtime=True))
+    assert "driftcheck.engine" in imported(
+        driftcheck(sglang_like, "--no-cache", ".", importtime=True)
+    )
     fixed = driftcheck(sglang_like, "--fix", ".")
     assert fixed.returncode == 0
     assert driftcheck(sglang_like, ".").returncode == 0
