@@ -17,7 +17,7 @@ Two steps, so that a warm run reads no file:
   top-level class headers (:func:`class_headers`).
 
 A read through another object in another file (``runner.model.attr``) is not looked for: such
-a copy is reported as unread (DC006, info) rather than as drift.
+a copy's finding is then a warning saying nothing reads it, rather than an error.
 """
 
 from __future__ import annotations

@@ -144,6 +144,8 @@ def _scan(rel: str, data: bytes, spec: ScanSpec) -> FileScan:
         result.entry_classes, result.imports = model_facts(data, rel, spec.model_marker)
     wants_registry = any(call.encode() in data for call in register_calls)
     if not (interesting or wants_registry):
+        if result.entry_classes:  # a model file's classes may inherit a block's attribute
+            result.classes = class_headers(data.decode("utf-8", "replace"))
         return result
     try:
         source = decode_source(data)

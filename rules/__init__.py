@@ -9,7 +9,6 @@ from .dc002_spelled_family import SpelledOutFamily
 from .dc003_string_forms import StringFormMissingMembers
 from .dc004_stale_suppression import StaleSuppression
 from .dc005_redundant_member import RedundantMember
-from .dc006_unread_copy import UnreadCopy
 from .dc010_allowlist_drift import AllowlistDrift
 from .dc011_dispatch_drift import DispatchDrift
 from .dc020_role_consensus import RoleConsensus
@@ -22,7 +21,6 @@ CATALOGUE: dict[str, type[Rule]] = {
         StringFormMissingMembers,
         StaleSuppression,
         RedundantMember,
-        UnreadCopy,
         AllowlistDrift,
         DispatchDrift,
         RoleConsensus,

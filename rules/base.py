@@ -57,7 +57,7 @@ class Judgement:
     allowed_extra: frozenset[str] = frozenset()
     latent: dict[str, str] = field(default_factory=dict)
     # the attributes the site sets when that is all it does and nothing reads them
-    # (:mod:`driftcheck.liveness`): such a copy decides nothing, and is DC006's, not an error
+    # (:mod:`driftcheck.liveness`): such a copy decides nothing today; its finding is a warning
     unread: tuple[str, ...] = ()
 
 
@@ -152,6 +152,15 @@ def subject(site: Site) -> str:
     if site.context == "match":
         return f"case in {site.symbol}"
     return f"condition in {site.symbol}"
+
+
+def unread_note(judgement: Judgement) -> str:
+    """``; nothing reads top_k: delete it rather than widen it`` for a site whose only effect
+    is attributes nothing reads (:mod:`driftcheck.liveness`): it decides nothing today, so
+    its finding is a warning."""
+    if not judgement.unread:
+        return ""
+    return f"; nothing reads {', '.join(judgement.unread)}: delete it rather than widen it"
 
 
 def provenance_note(family: Family) -> str:

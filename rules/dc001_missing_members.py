@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from driftcheck.model import Finding, Site
 
-from .base import Example, Judgement, Rule, drift, noun, site_finding, subject
+from .base import Example, Judgement, Rule, drift, noun, site_finding, subject, unread_note
 
 if TYPE_CHECKING:
     from driftcheck.fix.plan import FileContext, Rewrite, SiteJob
@@ -26,6 +26,13 @@ Finds expressions that enumerate backends by hand — `b.is_deepep() or b.is_moo
 `not (b.is_deepep() or ...)`, `not b.is_deepep() and not ...` — and compares the members they
 name with the canonical predicate's (`is_deepep_class_backend()`), read from the tree's own
 source. It reports the members the enumeration is missing and the extras it adds.
+
+A copy whose only effect is to set attributes that nothing reads (`if b.is_deepep() or
+b.is_mooncake(): self.top_k = ...` in a block whose `top_k` no method, no layer holding the
+block and no related class reads) decides nothing today: it is reported as a **warning** that
+says so ("nothing reads top_k: delete it rather than widen it"). Reads are looked for in the
+site's own file and in the classes related to its class by inheritance in the other scanned
+files; a read through another object in another file is not.
 
 ## Why it matters
 A list copied from the helper stops tracking it. When the helper gains a backend
@@ -92,15 +99,6 @@ return is_deepep_class_backend() or b.is_megamoe() or b.is_ascend_fuseep()
             note="complete (a superset spelled by hand is DC002, off by default)",
         ),
         Example(
-            "class Block:\n"
-            "    def __init__(self):\n"
-            "        b = get_moe_a2a_backend()\n"
-            "        if b.is_deepep() or b.is_mooncake():\n"
-            "            self.top_k = 2\n",
-            note="its only effect is an attribute nothing reads: it decides nothing (DC006, "
-            "off by default)",
-        ),
-        Example(
             "def impl_class():\n"
             "    b = get_moe_a2a_backend()\n"
             "    if b.is_mori():\n"
@@ -112,6 +110,15 @@ return is_deepep_class_backend() or b.is_megamoe() or b.is_ascend_fuseep()
         ),
     ]
     INVALID = [
+        Example(
+            "class Block:\n"
+            "    def __init__(self):\n"
+            "        b = get_moe_a2a_backend()\n"
+            "        if b.is_deepep() or b.is_mooncake():\n"
+            "            self.top_k = 2\n",
+            missing=("deepep_v2", "mori", "pplx"),
+            note="its only effect is an attribute nothing reads: a warning that says so",
+        ),
         Example(
             "def packed(cfg: MeshConfig) -> bool:\n    return cfg.use_mesh_ll or cfg.use_relay\n",
             missing=("relay_v2",),
@@ -236,8 +243,6 @@ def plan_in_style(ctx: FileContext, job: SiteJob, style: str) -> Rewrite:
 
 def family_findings(rule: Rule, site: Site, judgement: Judgement) -> list[Finding]:
     """The shared DC001/DC003 judgement: the site against the family it enumerates."""
-    if judgement.unread:
-        return []  # nothing reads what it sets: DC006
     family = judgement.family
     universe = judgement.universe
     if family is None or site.enumerator == family.name:
@@ -252,10 +257,12 @@ def family_findings(rule: Rule, site: Site, judgement: Judgement) -> list[Findin
     shown = ", ".join(f"{m} (latent)" if m in latent else m for m in missing)
     message = (
         f"{subject(site)} {verb} {covered} of {len(family.members)} {noun(family, universe)}; "
-        f"missing {shown} ({_canonical(family)})"
+        f"missing {shown} ({_canonical(family)}){unread_note(judgement)}"
     )
     severity = rule.severity
     if latent and all(m in latent for m in missing) and severity == "error":
+        severity = "warning"
+    if judgement.unread and severity == "error":
         severity = "warning"
     return [
         site_finding(

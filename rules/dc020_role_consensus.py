@@ -26,6 +26,7 @@ from .base import (
     provenance_note,
     site_finding,
     subject,
+    unread_note,
 )
 
 if TYPE_CHECKING:
@@ -416,7 +417,7 @@ the import is added where missing. The fix states the backends it flips.
         """Report a site that covers less of a family than its siblings say it should."""
         findings: list[Finding] = []
         universe = judgement.universe
-        if site.kind != "property" or site.form == "helper" or judgement.unread:
+        if site.kind != "property" or site.form == "helper":
             return []
         # a site that enumerates a family is judged against that one only (by DC001/DC003)
         families = [judgement.family] if judgement.family is not None else universe.families
@@ -443,7 +444,8 @@ the import is added where missing. The fix states the backends it flips.
                 members=present,
                 missing=missing,
                 extra=extra,
-                message=f"{subject(site)} tests {', '.join(present)} where {evidence}; missing {', '.join(missing)}{provenance_note(family)}",
+                message=f"{subject(site)} tests {', '.join(present)} where {evidence}; missing {', '.join(missing)}{provenance_note(family)}{unread_note(judgement)}",
+                severity="warning" if judgement.unread else None,
             )
             findings.append(replace(finding, evidence="helper" if calls_helper else "enumeration"))
             break  # one finding per site: the first family the siblings speak for

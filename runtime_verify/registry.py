@@ -19,7 +19,6 @@ from driftcheck.rules.base import drift
 from driftcheck.engine import CheckResult, check
 from driftcheck.families import family_for
 from driftcheck.interpret import Unproven
-from driftcheck.liveness import AttributeReads
 from driftcheck.model import Family, Finding, Site, Span, Universe
 from driftcheck.scan import decode_source
 from driftcheck.sites.names import call_name
@@ -60,16 +59,12 @@ def family_tests(
     min_overlap: int,
     path: str,
     universe: Universe,
-    reads: AttributeReads | None = None,
 ) -> list[FamilyTest]:
-    """Every family test in one module, in source order (a copy nothing reads decides
-    nothing, and is not one: DC006)."""
+    """Every family test in one module, in source order."""
     tests = [
         FamilyTest(path, site.symbol, site.span, site)
         for site in sites
-        if site.form != "single"
-        and family_for(site, universe, min_overlap) == family
-        and not (reads is not None and reads.unread(site))
+        if site.form != "single" and family_for(site, universe, min_overlap) == family
     ]
     spans = [site.span for site in sites]
     for symbol, call in _qualified_calls(tree, family.name):
@@ -130,7 +125,6 @@ class SiteRegistry:
             self.result.config.min_overlap,
             path,
             self.result.universe,
-            self.result.reads,
         )
         return [t for t in found if t.symbol == symbol]
 
@@ -149,7 +143,6 @@ class SiteRegistry:
                             self.result.config.min_overlap,
                             path,
                             self.result.universe,  # type: ignore[arg-type]
-                            self.result.reads,
                         )
                     )
                 except (Unproven, OSError, UnicodeDecodeError, SyntaxError):

@@ -1168,7 +1168,7 @@ def render_site_block(spec: SiteSpec, universe: GenUniverse) -> tuple[str, str]:
     if spec.container == "init-assign":
         statement = _statement(spec, u, cont, f"self.flag_{i}", "self.flag")
         lines += ["\t\t" + line for line in _nest(spec, statement)]
-        # something reads the attribute: a copy nothing reads decides nothing (DC006)
+        # something reads the attribute (a copy nothing reads is a warning, not an error)
         lines += [
             "",
             "\tdef forward(self, x):",
