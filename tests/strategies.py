@@ -107,9 +107,6 @@ COMMENT_WORDS = (
 # - prefilter: ``b in _CONSTANT`` with ``b`` an alias, a parameter or a self attribute of the
 #   enum holds no token the prefilter's hot lines look for, so the statement is pruned and the
 #   site never found (regression ``alias_in_member_constant``);
-# - minimal fix of a match case: a pattern spanning lines is refused only when its text holds
-#   ``\n``, so with ``\r`` line endings it is rewritten onto one line instead (regression
-#   ``match_pattern_on_cr_lines``): in such files a multi-line pattern carries a comment;
 # - getters: a function annotated to return the enum is a getter only in a module defining the
 #   universe (the enum's, the holder's, the canonical's); a canonical method of an enum in
 #   ``pkg/kinds.py`` leaves ``pkg/utils.py``'s getter unread (regression
@@ -916,8 +913,8 @@ def receiver_choices(kind: str, operand: str, scope: str) -> tuple[str, ...]:
 
 
 @st.composite
-def layouts(draw: st.DrawFn, count: int, operand: str, form: str, newline: str = "\n") -> Layout:
-    """A random spelling for a site with ``count`` operands in a file of ``newline`` endings."""
+def layouts(draw: st.DrawFn, count: int, operand: str, form: str) -> Layout:
+    """A random spelling for a site with ``count`` operands."""
     rarely = st.sampled_from([False, False, False, True])
     quote = st.sampled_from(['"', "'"])
     comment_lists = st.lists(
@@ -926,9 +923,6 @@ def layouts(draw: st.DrawFn, count: int, operand: str, form: str, newline: str =
     if form == "match":  # a multi-line pattern is refused by the fixer (see test_properties)
         multiline = draw(rarely)
         comments = tuple(draw(comment_lists)) if multiline else ()
-        shown = comments[: count - 1]  # a comment follows every alternative but the last
-        if multiline and newline == "\r" and not GENERATE_KNOWN_BUGS and not any(shown):
-            comments = ("keep", *comments[1:])
         return Layout(multiline=multiline, comments=comments, quote=draw(quote))
     multiline = draw(st.booleans())
     comments: tuple[str | None, ...] = tuple(draw(comment_lists)) if multiline else ()
@@ -964,7 +958,7 @@ WRAPPERS = ("plain", "paren", "ternary-body", "ternary-test", "call", "labelled-
 
 
 @st.composite
-def sites(draw: st.DrawFn, universe: GenUniverse, index: int, newline: str = "\n") -> SiteSpec:
+def sites(draw: st.DrawFn, universe: GenUniverse, index: int) -> SiteSpec:
     """One site in a random form, container and spelling; members biased towards the family."""
     shape = draw(st.sampled_from(SHAPES[universe.kind]))
     if shape == "match":
@@ -997,7 +991,7 @@ def sites(draw: st.DrawFn, universe: GenUniverse, index: int, newline: str = "\n
         members = list(draw(st.permutations(named)))[:2]
     wrapper = "plain" if form == "match" else draw(st.sampled_from(WRAPPERS))
     nest = draw(st.sampled_from(sorted(NESTS)))
-    layout = draw(layouts(len(members), operand, form, newline))
+    layout = draw(layouts(len(members), operand, form))
     return SiteSpec(
         index, form, operand, tuple(members), receiver, container, wrapper, nest, layout
     )
@@ -1209,15 +1203,14 @@ class ModelFile:
 def model_files(draw: st.DrawFn, universe: GenUniverse, number: int, first_index: int) -> ModelFile:
     """A model file with 0-6 sites and some decoys."""
     count = draw(st.integers(0, 6))
-    newline = draw(st.sampled_from(["\n", "\n", "\r\n", "\r"]))
-    specs = tuple(draw(sites(universe, first_index + k, newline)) for k in range(count))
+    specs = tuple(draw(sites(universe, first_index + k)) for k in range(count))
     slots = tuple(draw(st.lists(st.integers(0, max(count, 0)), max_size=3)))
     return ModelFile(
         name=f"m{number}.py",
         sites=specs,
         decoy_slots=slots,
         indent=draw(st.sampled_from(["    ", "\t", "  "])),
-        newline=newline,
+        newline=draw(st.sampled_from(["\n", "\n", "\r\n", "\r"])),
         page_breaks=draw(st.booleans()),
         encoding=draw(st.sampled_from(["utf-8", "utf-8", "utf-8-sig", "latin-1"])),
     )

@@ -103,7 +103,7 @@ def _plan_match(ctx: FileContext, job: SiteJob) -> Rewrite:
     alternatives = pattern.patterns if isinstance(pattern, ast.MatchOr) else [pattern]
     text = ctx.source.text
     start, end = ctx.range_of(pattern)
-    if "#" in text[start:end] or "\n" in text[start:end]:
+    if pattern.lineno != pattern.end_lineno or "#" in text[start:end]:
         raise Refusal("the pattern spans lines or holds comments; add the members by hand")
     values: list[tuple[str, str | None]] = []
     for alternative in alternatives:

@@ -146,22 +146,7 @@ def test_alias_tested_against_a_constant_of_enum_members_is_found_and_fixed(
     )
 
 
-@pytest.mark.parametrize(
-    "newline",
-    [
-        "\n",
-        "\r\n",
-        pytest.param(
-            "\r",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="engine bug: the minimal match fix refuses a pattern spanning lines only "
-                "when its text holds '\\n', so on '\\r' lines it joins the pattern onto one line",
-            ),
-        ),
-    ],
-    ids=["lf", "crlf", "cr"],
-)
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"], ids=["lf", "crlf", "cr"])
 def test_case_pattern_spanning_lines_is_refused_whatever_the_line_endings(
     runner: CliRunner, sglang_like: Path, newline: str
 ) -> None:
