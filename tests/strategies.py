@@ -111,8 +111,6 @@ COMMENT_WORDS = (
 #   universe (the enum's, the holder's, the canonical's); a canonical method of an enum in
 #   ``pkg/kinds.py`` leaves ``pkg/utils.py``'s getter unread (regression
 #   ``getter_in_another_module``), so the getter goes beside that enum;
-# - canonical constants: ``frozenset({...})`` (any collection call) is "outside what driftcheck
-#   can interpret" (regression ``canonical_frozenset_constant``): only literals are generated;
 # - helper style with a canonical constant: the chain is rewritten to ``FAMILY()`` and refused
 #   as a driftcheck bug (regression ``helper_style_constant_canonical``): cases drawn for the
 #   helper style have no canonical constant.
@@ -132,6 +130,15 @@ HELPER_FORMS = {
 # enum.IntEnum + enum.auto() | Enum + auto() | StrEnum + auto() (keys: lower-cased names) | ints
 ENUM_STYLES = ("int-auto", "enum-auto", "str-auto", "int")
 ENUM_CANONICALS = ("enum-method", "enum-value")  # auto-enum: the canonical is a method of the enum
+# a canonical constant's spellings, by name: a format of its comma-separated members
+CANONICAL_COLLECTIONS = {
+    "tuple": "({},)",
+    "list": "[{}]",
+    "set": "{{{}}}",
+    "frozenset": "frozenset({{{}}})",
+    "frozenset-tuple": "frozenset(({},))",
+    "set-call": "set([{}])",
+}
 
 
 @dataclass(frozen=True)
@@ -153,7 +160,7 @@ class GenUniverse:
     setting: str = "transport"  # config: the attribute holding the value
     mixin: bool = False  # enum kinds: the is_* predicates live on a base class (a mixin)
     bare: tuple[str, ...] = ()  # config: Literal values with no property (tested by value only)
-    collection: str = "tuple"  # a canonical constant's spelling: tuple | list | set | frozenset
+    collection: str = "tuple"  # a canonical constant's spelling: one of CANONICAL_COLLECTIONS
 
     # names ------------------------------------------------------------------------------
     @property
@@ -394,10 +401,7 @@ class GenUniverse:
             return lines
         if self.helper_form == "constant":
             members = ", ".join(f"{self.enum}.{self.attr(v)}" for v in self.family)
-            literal = {"tuple": f"({members},)", "list": f"[{members}]"}.get(
-                self.collection, f"{{{members}}}"
-            )
-            literal = f"frozenset({literal})" if self.collection == "frozenset" else literal
+            literal = CANONICAL_COLLECTIONS[self.collection].format(members)
             return [*lines, "", "", f"{self.helper} = {literal}"]
         lines += ["", "", f"def {self.helper}() -> bool:"]
         calls = [f"{self.predicate(v)}()" for v in self.family]
@@ -566,11 +570,7 @@ def universes(draw: st.DrawFn, kind: str | None = None, helper_style: bool = Fal
             enum_module=draw(st.sampled_from(["utils", "kinds"])),
             identity=draw(st.booleans()),
             mixin=draw(st.booleans()),
-            collection=draw(
-                st.sampled_from(
-                    ["tuple", "list", "set", *(["frozenset"] if GENERATE_KNOWN_BUGS else [])]
-                )
-            ),
+            collection=draw(st.sampled_from(tuple(CANONICAL_COLLECTIONS))),
         )
     else:
         fields.update(

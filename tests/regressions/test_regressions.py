@@ -206,28 +206,28 @@ def test_getter_defined_outside_the_universe_modules_is_a_receiver(
 FROZENSET_FAMILY = b"frozenset({MoeA2ABackend.DEEPEP, MoeA2ABackend.MOONCAKE, MoeA2ABackend.MORI})"
 
 
+FAMILY_MEMBERS = b"MoeA2ABackend.DEEPEP, MoeA2ABackend.MOONCAKE, MoeA2ABackend.MORI"
+
+
 @pytest.mark.parametrize(
     "literal",
     [
-        b"(MoeA2ABackend.DEEPEP, MoeA2ABackend.MOONCAKE, MoeA2ABackend.MORI)",
-        b"{MoeA2ABackend.DEEPEP, MoeA2ABackend.MOONCAKE, MoeA2ABackend.MORI}",
-        pytest.param(
-            FROZENSET_FAMILY,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="engine bug: the interpreter reads a canonical constant's tuple, list "
-                "or set literal but not frozenset(...)/set(...): the run stops with exit 2, "
-                "'outside what driftcheck can interpret: call with arguments'",
-            ),
-        ),
+        b"(%s)" % FAMILY_MEMBERS,
+        b"[%s]" % FAMILY_MEMBERS,
+        b"{%s}" % FAMILY_MEMBERS,
+        FROZENSET_FAMILY,
+        b"frozenset((%s))" % FAMILY_MEMBERS,
+        b"set([%s])" % FAMILY_MEMBERS,
+        b"tuple({%s})" % FAMILY_MEMBERS,
     ],
-    ids=["tuple", "set", "frozenset"],
+    ids=["tuple", "list", "set", "frozenset", "frozenset-of-tuple", "set-call", "tuple-call"],
 )
 def test_canonical_constant_is_read_in_every_collection_spelling(
     runner: CliRunner, sglang_like: Path, literal: bytes
 ) -> None:
     """``canonical = ["module:CONSTANT"]`` names a tuple, list, set or frozenset of enum
-    members; each spelling defines the same family."""
+    members, as a literal or a ``frozenset``/``set``/``tuple``/``list`` call of one; each
+    spelling defines the same family (read from the AST, like everything else)."""
     path = install(sglang_like, "canonical_frozenset_constant")
     path.write_bytes(path.read_bytes().replace(FROZENSET_FAMILY, literal))
     (sglang_like / "pyproject.toml").write_text(
