@@ -111,9 +111,6 @@ COMMENT_WORDS = (
 #   universe (the enum's, the holder's, the canonical's); a canonical method of an enum in
 #   ``pkg/kinds.py`` leaves ``pkg/utils.py``'s getter unread (regression
 #   ``getter_in_another_module``), so the getter goes beside that enum;
-# - helper style with a canonical constant: the chain is rewritten to ``FAMILY()`` and refused
-#   as a driftcheck bug (regression ``helper_style_constant_canonical``): cases drawn for the
-#   helper style have no canonical constant.
 GENERATE_KNOWN_BUGS = os.environ.get("DRIFTCHECK_PROPERTY_KNOWN_BUGS") == "1"
 TOKENLESS_RECEIVERS = ("alias", "module-alias", "self", "param")
 
@@ -525,9 +522,9 @@ _value = st.from_regex(r"[a-z][a-z0-9]{0,5}", fullmatch=True)
 
 
 @st.composite
-def universes(draw: st.DrawFn, kind: str | None = None, helper_style: bool = False) -> GenUniverse:
+def universes(draw: st.DrawFn, kind: str | None = None) -> GenUniverse:
     """A random universe of ``kind`` (any kind when None): 3-7 members, a family of at least
-    two of them; ``helper_style``: one fit for the helper-style fix (see GENERATE_KNOWN_BUGS)."""
+    two of them."""
     kind = kind or draw(st.sampled_from(KINDS))
     values = draw(st.lists(_value, min_size=3, max_size=7, unique=True))
     renamed = draw(st.lists(st.booleans(), min_size=len(values), max_size=len(values)))
@@ -549,15 +546,7 @@ def universes(draw: st.DrawFn, kind: str | None = None, helper_style: bool = Fal
         stem=stem,
         members=tuple(zip(attrs, keys, strict=True)),
         family=tuple(family),
-        helper_form=draw(
-            st.sampled_from(
-                [
-                    form
-                    for form in HELPER_FORMS[kind]
-                    if not (helper_style and form == "constant" and not GENERATE_KNOWN_BUGS)
-                ]
-            )
-        ),
+        helper_form=draw(st.sampled_from(HELPER_FORMS[kind])),
         label=f"{stem.capitalize()}-family",
     )
     if kind == "string-enum":
@@ -1304,11 +1293,9 @@ def locate_markers(text: str) -> tuple[list[tuple[int, int, int, int]], str]:
 
 
 @st.composite
-def cases(
-    draw: st.DrawFn, max_files: int = 3, kind: str | None = None, helper_style: bool = False
-) -> Case:
+def cases(draw: st.DrawFn, max_files: int = 3, kind: str | None = None) -> Case:
     """A universe of ``kind`` (any when None) and 1-``max_files`` model files."""
-    universe = draw(universes(kind, helper_style))
+    universe = draw(universes(kind))
     count = draw(st.integers(1, max_files))
     files = []
     index = 0

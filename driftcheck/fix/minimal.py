@@ -165,7 +165,7 @@ def _plan_single(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> R
     order += [m for m in terms if m not in order]
     joiner = " and " if site.polarity == "negative" else " or "
     replacement = joiner.join(terms[m] for m in order)
-    if not _stands_alone(ctx, site):
+    if not stands_alone(ctx, site):
         replacement = f"({replacement})"
     return Rewrite(
         style="minimal",
@@ -177,7 +177,7 @@ def _plan_single(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> R
     )
 
 
-def _stands_alone(ctx: FileContext, site) -> bool:  # type: ignore[no-untyped-def]
+def stands_alone(ctx: FileContext, site) -> bool:  # type: ignore[no-untyped-def]
     """Whether the term is a whole ``if`` test, assigned or returned value, or keyword."""
     for node in ast.walk(ctx.tree):
         for child in ast.iter_child_nodes(node):

@@ -247,18 +247,13 @@ def test_canonical_constant_is_read_in_every_collection_spelling(
     assert path.read_bytes() == before.replace(old, old + b" or b.is_mori()")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: the helper style rewrites the chain to `A2A_FAMILY()` (a call of the "
-    "constant), which would flip every member, and refuses it as 'driftcheck bug: the helper "
-    "rewrite would flip deepep, mooncake, mori, none, ..., not mori; please report it'",
-)
-def test_helper_style_with_a_constant_canonical_fixes_or_says_why_not(
+def test_helper_style_with_a_constant_canonical_tests_the_receiver_against_it(
     runner: CliRunner, sglang_like: Path
 ) -> None:
     """With ``canonical = ["...utils:A2A_FAMILY"]`` (a tuple of members), ``--fix-style
-    helper`` either rewrites the chain so that exactly mori flips, or refuses it with a
-    reason; it never plans a rewrite its own flip check calls a bug."""
+    helper`` rewrites the chain to a membership test of its receiver, so that exactly mori
+    flips (it used to plan ``A2A_FAMILY()``, a call of the constant, and refuse that as a
+    driftcheck bug)."""
     utils = sglang_like / "sglang/srt/layers/moe/utils.py"
     utils.write_text(
         utils.read_text() + "\n\nA2A_FAMILY = (MoeA2ABackend.DEEPEP, MoeA2ABackend.MOONCAKE, "
@@ -274,12 +269,15 @@ def test_helper_style_with_a_constant_canonical_fixes_or_says_why_not(
         "A2A backends; missing mori (canonical: A2A_FAMILY)\n"
     )
     assert run(runner, path, "--no-cache").stdout == finding
+    before = path.read_bytes()
     result = run(runner, path, "--no-cache", "--fix", "--fix-style", "helper")
-    assert "driftcheck bug" not in result.stderr
-    note = result.stderr.splitlines()[0]
-    if result.exit_code == 0:
-        assert note.endswith("fixed DC001 (helper): False -> True for mori")
-        assert run(runner, path, "--no-cache").stdout == ""
-    else:
-        assert result.exit_code == 1 and ": not fixed DC001: " in note
-        assert result.stdout == finding
+    assert result.exit_code == 0
+    assert result.stderr.splitlines()[0] == (
+        f"{MODELS}/helper_style_constant_canonical.py:8: fixed DC001 (helper): "
+        "False -> True for mori"
+    )
+    assert path.read_bytes() == before.replace(
+        b"return get_moe_a2a_backend().is_deepep() or get_moe_a2a_backend().is_mooncake()",
+        b"return get_moe_a2a_backend() in A2A_FAMILY",
+    )
+    assert run(runner, path, "--no-cache").stdout == ""
