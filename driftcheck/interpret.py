@@ -2,8 +2,10 @@
 
 It never executes linted code. It understands: ``and``/``or``/``not``; the enum's zero-argument
 methods (their bodies are interpreted too); ``==``/``!=``/``is``/``in``/``not in`` against enum
-members, their string values and named constants; the backend getter and aliases of it; and
-calls to other zero-argument module functions whose bodies are a few assignments and a return.
+members, their string values and named constants; collections of those (literals, and
+``frozenset(...)``/``set(...)``/``tuple(...)``/``list(...)`` of a collection); the backend getter
+and aliases of it; and calls to other zero-argument module functions whose bodies are a few
+assignments and a return.
 Conditions inside enum methods that fall outside the grammar (``envs.X.get()``) are
 *narrowings*: they become named free variables, evaluated under each setting. Anything else
 raises :class:`Unproven` naming the construct.
@@ -16,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 Truth = bool | None  # None: depends on an unassigned narrowing
+COLLECTION_CALLS = ("frozenset", "set", "tuple", "list")
 
 
 class Unproven(Exception):
@@ -312,6 +315,9 @@ class Interpreter:
 
     def _call(self, node: ast.Call, local: dict[str, object], in_enum: bool) -> object:
         func = node.func
+        collection = self._collection_call(node, local, in_enum)
+        if collection is not None:
+            return collection
         if node.args or node.keywords:
             if in_enum:
                 return self._narrowing(node)
@@ -319,7 +325,7 @@ class Interpreter:
         if isinstance(func, ast.Name):
             if func.id in self.scope.getters:
                 return Backend(self.member)
-            if func.id in ("frozenset", "set", "tuple", "list") and not node.args:
+            if func.id in COLLECTION_CALLS and not node.args:
                 return frozenset()
             if func.id in self.scope.functions:
                 return self._run_body(self.scope.functions[func.id], {}, in_enum=False)
@@ -347,6 +353,29 @@ class Interpreter:
         if in_enum:
             return self._narrowing(node)
         raise Unproven(f"call '{_text(node)}'", node.lineno)
+
+    def _collection_call(
+        self, node: ast.Call, local: dict[str, object], in_enum: bool
+    ) -> frozenset[str] | None:
+        """The members of ``frozenset({...})`` (``set``, ``tuple``, ``list``) when its one
+        argument is a collection, else None (and no narrowing recorded)."""
+        func = node.func
+        if not (
+            isinstance(func, ast.Name)
+            and func.id in COLLECTION_CALLS
+            and len(node.args) == 1
+            and not node.keywords
+        ):
+            return None
+        recorded = list(self.seen_narrowings)
+        try:
+            value = self._eval(node.args[0], local, in_enum=in_enum)
+        except Unproven:
+            value = None
+        if isinstance(value, frozenset):
+            return value
+        self.seen_narrowings = recorded
+        return None
 
     def _compare(self, node: ast.Compare, local: dict[str, object], in_enum: bool) -> object:
         left = self._eval(node.left, local, in_enum=in_enum)

@@ -44,7 +44,8 @@ outputs without crashing.
 ## Fix
 `driftcheck --fix` inserts the missing members next to their siblings, in the list's own
 spelling and layout (`--fix-style minimal`, the default), or replaces the family part with a
-call to the helper and keeps the extras (`--fix-style helper`). Each fix states the backends
+call to the helper and keeps the extras (`--fix-style helper`; a canonical constant of enum
+members is tested instead: `b in A2A_FAMILY`). Each fix states the backends
 whose value flips; the fix is a behaviour change by design, so review those flips.
 
 ## Suppress

@@ -104,18 +104,10 @@ COMMENT_WORDS = (
 
 # Known engine bugs the generator steers around while they stand, each kept as an xfail
 # regression in tests/regressions/ (``DRIFTCHECK_PROPERTY_KNOWN_BUGS=1`` generates them anyway):
-# - minimal fix of a match case: a pattern spanning lines is refused only when its text holds
-#   ``\n``, so with ``\r`` line endings it is rewritten onto one line instead (regression
-#   ``match_pattern_on_cr_lines``): in such files a multi-line pattern carries a comment;
 # - getters (scope, not a bug): a function annotated to return the enum is a getter in a module
 #   defining the universe (the enum's, the holder's, the canonical's) or in the module calling
 #   it; a canonical method of an enum in ``pkg/kinds.py`` leaves ``pkg/utils.py``'s getter,
 #   imported by the model files, unread, so the generator puts the getter beside that enum;
-# - canonical constants: ``frozenset({...})`` (any collection call) is "outside what driftcheck
-#   can interpret" (regression ``canonical_frozenset_constant``): only literals are generated;
-# - helper style with a canonical constant: the chain is rewritten to ``FAMILY()`` and refused
-#   as a driftcheck bug (regression ``helper_style_constant_canonical``): cases drawn for the
-#   helper style have no canonical constant.
 GENERATE_KNOWN_BUGS = os.environ.get("DRIFTCHECK_PROPERTY_KNOWN_BUGS") == "1"
 
 
@@ -131,6 +123,15 @@ HELPER_FORMS = {
 # enum.IntEnum + enum.auto() | Enum + auto() | StrEnum + auto() (keys: lower-cased names) | ints
 ENUM_STYLES = ("int-auto", "enum-auto", "str-auto", "int")
 ENUM_CANONICALS = ("enum-method", "enum-value")  # auto-enum: the canonical is a method of the enum
+# a canonical constant's spellings, by name: a format of its comma-separated members
+CANONICAL_COLLECTIONS = {
+    "tuple": "({},)",
+    "list": "[{}]",
+    "set": "{{{}}}",
+    "frozenset": "frozenset({{{}}})",
+    "frozenset-tuple": "frozenset(({},))",
+    "set-call": "set([{}])",
+}
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,7 @@ class GenUniverse:
     setting: str = "transport"  # config: the attribute holding the value
     mixin: bool = False  # enum kinds: the is_* predicates live on a base class (a mixin)
     bare: tuple[str, ...] = ()  # config: Literal values with no property (tested by value only)
-    collection: str = "tuple"  # a canonical constant's spelling: tuple | list | set | frozenset
+    collection: str = "tuple"  # a canonical constant's spelling: one of CANONICAL_COLLECTIONS
 
     # names ------------------------------------------------------------------------------
     @property
@@ -393,10 +394,7 @@ class GenUniverse:
             return lines
         if self.helper_form == "constant":
             members = ", ".join(f"{self.enum}.{self.attr(v)}" for v in self.family)
-            literal = {"tuple": f"({members},)", "list": f"[{members}]"}.get(
-                self.collection, f"{{{members}}}"
-            )
-            literal = f"frozenset({literal})" if self.collection == "frozenset" else literal
+            literal = CANONICAL_COLLECTIONS[self.collection].format(members)
             return [*lines, "", "", f"{self.helper} = {literal}"]
         lines += ["", "", f"def {self.helper}() -> bool:"]
         calls = [f"{self.predicate(v)}()" for v in self.family]
@@ -520,9 +518,9 @@ _value = st.from_regex(r"[a-z][a-z0-9]{0,5}", fullmatch=True)
 
 
 @st.composite
-def universes(draw: st.DrawFn, kind: str | None = None, helper_style: bool = False) -> GenUniverse:
+def universes(draw: st.DrawFn, kind: str | None = None) -> GenUniverse:
     """A random universe of ``kind`` (any kind when None): 3-7 members, a family of at least
-    two of them; ``helper_style``: one fit for the helper-style fix (see GENERATE_KNOWN_BUGS)."""
+    two of them."""
     kind = kind or draw(st.sampled_from(KINDS))
     values = draw(st.lists(_value, min_size=3, max_size=7, unique=True))
     renamed = draw(st.lists(st.booleans(), min_size=len(values), max_size=len(values)))
@@ -544,15 +542,7 @@ def universes(draw: st.DrawFn, kind: str | None = None, helper_style: bool = Fal
         stem=stem,
         members=tuple(zip(attrs, keys, strict=True)),
         family=tuple(family),
-        helper_form=draw(
-            st.sampled_from(
-                [
-                    form
-                    for form in HELPER_FORMS[kind]
-                    if not (helper_style and form == "constant" and not GENERATE_KNOWN_BUGS)
-                ]
-            )
-        ),
+        helper_form=draw(st.sampled_from(HELPER_FORMS[kind])),
         label=f"{stem.capitalize()}-family",
     )
     if kind == "string-enum":
@@ -565,11 +555,7 @@ def universes(draw: st.DrawFn, kind: str | None = None, helper_style: bool = Fal
             enum_module=draw(st.sampled_from(["utils", "kinds"])),
             identity=draw(st.booleans()),
             mixin=draw(st.booleans()),
-            collection=draw(
-                st.sampled_from(
-                    ["tuple", "list", "set", *(["frozenset"] if GENERATE_KNOWN_BUGS else [])]
-                )
-            ),
+            collection=draw(st.sampled_from(tuple(CANONICAL_COLLECTIONS))),
         )
     else:
         fields.update(
@@ -908,8 +894,8 @@ def receiver_choices(kind: str, operand: str, scope: str) -> tuple[str, ...]:
 
 
 @st.composite
-def layouts(draw: st.DrawFn, count: int, operand: str, form: str, newline: str = "\n") -> Layout:
-    """A random spelling for a site with ``count`` operands in a file of ``newline`` endings."""
+def layouts(draw: st.DrawFn, count: int, operand: str, form: str) -> Layout:
+    """A random spelling for a site with ``count`` operands."""
     rarely = st.sampled_from([False, False, False, True])
     quote = st.sampled_from(['"', "'"])
     comment_lists = st.lists(
@@ -918,9 +904,6 @@ def layouts(draw: st.DrawFn, count: int, operand: str, form: str, newline: str =
     if form == "match":  # a multi-line pattern is refused by the fixer (see test_properties)
         multiline = draw(rarely)
         comments = tuple(draw(comment_lists)) if multiline else ()
-        shown = comments[: count - 1]  # a comment follows every alternative but the last
-        if multiline and newline == "\r" and not GENERATE_KNOWN_BUGS and not any(shown):
-            comments = ("keep", *comments[1:])
         return Layout(multiline=multiline, comments=comments, quote=draw(quote))
     multiline = draw(st.booleans())
     comments: tuple[str | None, ...] = tuple(draw(comment_lists)) if multiline else ()
@@ -956,7 +939,7 @@ WRAPPERS = ("plain", "paren", "ternary-body", "ternary-test", "call", "labelled-
 
 
 @st.composite
-def sites(draw: st.DrawFn, universe: GenUniverse, index: int, newline: str = "\n") -> SiteSpec:
+def sites(draw: st.DrawFn, universe: GenUniverse, index: int) -> SiteSpec:
     """One site in a random form, container and spelling; members biased towards the family."""
     shape = draw(st.sampled_from(SHAPES[universe.kind]))
     if shape == "match":
@@ -989,7 +972,7 @@ def sites(draw: st.DrawFn, universe: GenUniverse, index: int, newline: str = "\n
         members = list(draw(st.permutations(named)))[:2]
     wrapper = "plain" if form == "match" else draw(st.sampled_from(WRAPPERS))
     nest = draw(st.sampled_from(sorted(NESTS)))
-    layout = draw(layouts(len(members), operand, form, newline))
+    layout = draw(layouts(len(members), operand, form))
     return SiteSpec(
         index, form, operand, tuple(members), receiver, container, wrapper, nest, layout
     )
@@ -1201,15 +1184,14 @@ class ModelFile:
 def model_files(draw: st.DrawFn, universe: GenUniverse, number: int, first_index: int) -> ModelFile:
     """A model file with 0-6 sites and some decoys."""
     count = draw(st.integers(0, 6))
-    newline = draw(st.sampled_from(["\n", "\n", "\r\n", "\r"]))
-    specs = tuple(draw(sites(universe, first_index + k, newline)) for k in range(count))
+    specs = tuple(draw(sites(universe, first_index + k)) for k in range(count))
     slots = tuple(draw(st.lists(st.integers(0, max(count, 0)), max_size=3)))
     return ModelFile(
         name=f"m{number}.py",
         sites=specs,
         decoy_slots=slots,
         indent=draw(st.sampled_from(["    ", "\t", "  "])),
-        newline=newline,
+        newline=draw(st.sampled_from(["\n", "\n", "\r\n", "\r"])),
         page_breaks=draw(st.booleans()),
         encoding=draw(st.sampled_from(["utf-8", "utf-8", "utf-8-sig", "latin-1"])),
     )
@@ -1303,11 +1285,9 @@ def locate_markers(text: str) -> tuple[list[tuple[int, int, int, int]], str]:
 
 
 @st.composite
-def cases(
-    draw: st.DrawFn, max_files: int = 3, kind: str | None = None, helper_style: bool = False
-) -> Case:
+def cases(draw: st.DrawFn, max_files: int = 3, kind: str | None = None) -> Case:
     """A universe of ``kind`` (any when None) and 1-``max_files`` model files."""
-    universe = draw(universes(kind, helper_style))
+    universe = draw(universes(kind))
     count = draw(st.integers(1, max_files))
     files = []
     index = 0

@@ -32,11 +32,15 @@ def fix(
     header: str = HEADER,
     config: str | None = None,
     newline: str = "\n",
+    utils_tail: str = "",
 ) -> Fixed:
     root = tmp_path / "tree"
     shutil.copytree(FIXTURES / "sglang_like", root)
     if config is not None:
         (root / "pyproject.toml").write_text(config)
+    if utils_tail:
+        utils = root / "sglang/srt/layers/moe/utils.py"
+        utils.write_text(utils.read_text() + utils_tail)
     path = root / EXAMPLE_PATH
     path.write_bytes((header + snippet).replace("\n", newline).encode())
     result = check([path], use_cache=False)
@@ -629,6 +633,21 @@ def test_helper_and_not_keeps_the_negated_extras(tmp_path: Path) -> None:
     )
 
 
+def test_helper_and_not_inside_a_comparison_keeps_its_grouping_parentheses(
+    tmp_path: Path,
+) -> None:
+    """``x == not is_x()`` would not compile: a lone negation keeps the parentheses its place
+    needs (a whole condition or value loses them, as above)."""
+    result = fix(
+        tmp_path,
+        "def f(x):\n"
+        "    b = get_moe_a2a_backend()\n"
+        "    return x == (not b.is_deepep() and not b.is_mori())\n",
+        style="helper",
+    )
+    assert result.text == "def f(x):\n    return x == (not is_deepep_class_backend())\n"
+
+
 def test_helper_import_is_merged_one_name_per_line_in_sort_order(tmp_path: Path) -> None:
     header = (
         "from sglang.srt.layers.moe.utils import (\n"
@@ -792,6 +811,133 @@ def test_per_site_policy_fix_style_overrides_the_run_style(tmp_path: Path) -> No
         config=config,
     )
     assert result.text == "def f():\n    return is_deepep_class_backend()\n"
+
+
+# -- helper style with a canonical constant --------------------------------------------------
+CONSTANT_CONFIG = (
+    "[tool.driftcheck]\ncanonical = [{ predicate = "
+    '"sglang.srt.layers.moe.utils:A2A_FAMILY", label = "A2A" }]\n'
+)
+A2A_MEMBERS = "MoeA2ABackend.DEEPEP, MoeA2ABackend.MOONCAKE, MoeA2ABackend.MORI"
+CONSTANT_HEADER = HEADER.replace("(\n", "(\n    A2A_FAMILY,\n", 1)
+
+
+def fix_against_constant(
+    tmp_path: Path, snippet: str, literal: str = f"({A2A_MEMBERS})", header: str = CONSTANT_HEADER
+) -> Fixed:
+    """``--fix-style helper`` with the canonical ``A2A_FAMILY = <literal>`` (deepep, mooncake,
+    mori) defined at the end of the fixture's utils module."""
+    return fix(
+        tmp_path,
+        snippet,
+        style="helper",
+        header=header,
+        config=CONSTANT_CONFIG,
+        utils_tail=f"\n\nA2A_FAMILY = {literal}\n",
+    )
+
+
+def constant_note(line: int, text: str) -> str:
+    """A note for snippet line ``line`` under :data:`CONSTANT_HEADER` (8 lines)."""
+    return note(line + 1, text)
+
+
+def test_helper_with_a_constant_tests_the_receiver_against_it_and_imports_it(
+    tmp_path: Path,
+) -> None:
+    result = fix_against_constant(
+        tmp_path,
+        "def f():\n    b = get_moe_a2a_backend()\n    return b.is_deepep() or b.is_mooncake()\n",
+        header=HEADER,
+    )
+    assert result.text == CONSTANT_HEADER + (
+        "def f():\n    b = get_moe_a2a_backend()\n    return b in A2A_FAMILY\n"
+    )
+    assert result.notes == [note(3, "fixed DC001 (helper): False -> True for mori")]
+
+
+def test_helper_with_a_constant_negative_forms_become_not_in(tmp_path: Path) -> None:
+    result = fix_against_constant(
+        tmp_path,
+        "def f():\n"
+        "    return not (get_moe_a2a_backend().is_deepep() or get_moe_a2a_backend().is_mooncake())\n"
+        "\n"
+        "\n"
+        "def g():\n"
+        "    b = get_moe_a2a_backend()\n"
+        "    return not b.is_deepep() and not b.is_nixl() and not b.is_mooncake()\n",
+        literal=f"frozenset({{{A2A_MEMBERS}}})",
+    )
+    assert result.text == (
+        "def f():\n"
+        "    return get_moe_a2a_backend() not in A2A_FAMILY\n"
+        "\n"
+        "\n"
+        "def g():\n"
+        "    b = get_moe_a2a_backend()\n"
+        "    return b not in A2A_FAMILY and not b.is_nixl()\n"
+    )
+    assert result.notes == [
+        constant_note(2, "fixed DC001 (helper): True -> False for mori"),
+        constant_note(7, "fixed DC001 (helper): True -> False for mori"),
+    ]
+
+
+def test_helper_with_a_constant_keeps_the_parentheses_a_comparison_needs(tmp_path: Path) -> None:
+    result = fix_against_constant(
+        tmp_path,
+        "def f(x):\n"
+        "    return x == (get_moe_a2a_backend().is_deepep() or get_moe_a2a_backend().is_mooncake())\n",
+    )
+    assert result.text == "def f(x):\n    return x == (get_moe_a2a_backend() in A2A_FAMILY)\n"
+
+
+def test_helper_with_a_constant_accepts_a_parameter_annotated_with_the_enum(
+    tmp_path: Path,
+) -> None:
+    """Unlike a helper function, the constant reads no global backend: the parameter's own
+    member is tested."""
+    result = fix_against_constant(
+        tmp_path,
+        "def f(backend: MoeA2ABackend) -> bool:\n"
+        "    return backend.is_deepep() or backend.is_mooncake()\n",
+    )
+    assert (
+        result.text == "def f(backend: MoeA2ABackend) -> bool:\n    return backend in A2A_FAMILY\n"
+    )
+
+
+def test_helper_with_a_constant_is_refused_for_a_receiver_not_known_to_be_a_member(
+    tmp_path: Path,
+) -> None:
+    snippet = (
+        "def f(a2a_backend) -> bool:\n"
+        "    return a2a_backend.is_deepep() or a2a_backend.is_mooncake()\n"
+    )
+    result = fix_against_constant(tmp_path, snippet)
+    assert result.text == snippet
+    assert result.notes == [
+        constant_note(
+            2,
+            "not fixed DC001: 'a2a_backend' is not known to be a MoeA2ABackend member, which "
+            "'a2a_backend in A2A_FAMILY' needs (use --fix-style minimal)",
+        )
+    ]
+
+
+def test_helper_with_a_constant_of_strings_is_refused(tmp_path: Path) -> None:
+    snippet = (
+        "def f():\n    b = get_moe_a2a_backend()\n    return b.is_deepep() or b.is_mooncake()\n"
+    )
+    result = fix_against_constant(tmp_path, snippet, literal='("deepep", "mooncake", "mori")')
+    assert result.text == snippet
+    assert result.notes == [
+        constant_note(
+            3,
+            "not fixed DC001: A2A_FAMILY lists members as strings and 'b' is a MoeA2ABackend "
+            "member, so 'b in A2A_FAMILY' may be false for every one (use --fix-style minimal)",
+        )
+    ]
 
 
 # -- bytes outside the rewrite ---------------------------------------------------------------

@@ -327,7 +327,7 @@ def test_helper_style_fixes_flip_exactly_the_missing_members_or_say_why_not(
     not predicted here.)"""
     from driftcheck.fix.apply import apply_fixes, attach_fixes
 
-    case = data.draw(cases(max_files=2, kind=kind, helper_style=True), label="case")
+    case = data.draw(cases(max_files=2, kind=kind), label="case")
     with tempfile.TemporaryDirectory() as tmp:
         written, result = run_case(case, Path(tmp) / "tree")
         root = written.root

@@ -223,7 +223,7 @@ def _add_imports(
 ) -> list[tuple[int, SiteJob, Rewrite]]:
     kept = []
     for index, job, rewrite in planned:
-        if rewrite.style != "helper" or job.family.access != "function":
+        if rewrite.style != "helper" or job.family.access not in ("function", "constant"):
             kept.append((index, job, rewrite))
             continue
         try:

@@ -3,7 +3,9 @@
 ``b.is_megamoe() or b.is_deepep() or b.is_mori()`` becomes ``is_deepep_class_backend() or
 b.is_megamoe()``: the helper takes the place of the first backend operand, the other family
 operands go, extras and unrelated conditions stay in place. Negative forms become
-``not is_deepep_class_backend() and not b.is_x()`` / ``not is_deepep_class_backend()``.
+``not is_deepep_class_backend() and not b.is_x()`` / ``not is_deepep_class_backend()``. A
+canonical constant is tested instead of called: ``b in A2A_FAMILY`` / ``b not in A2A_FAMILY``
+(:mod:`driftcheck.fix.membership`).
 
 Refused when the helper would read a different backend than the list does: value
 comparisons (``server_args.moe_a2a_backend in (...)`` runs before the runtime backend is
@@ -16,16 +18,17 @@ from __future__ import annotations
 import ast
 import keyword
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from driftcheck.model import Site
-from driftcheck.sites.names import call_name
+from driftcheck.model import Family, Site
 
+from .bindings import bound_to_getter
 from .chain import Chain, site_chain
 from .cstfragment import CstFragment, replace_nodes
 from .fragment import Fragment, FragmentError
+from .membership import membership_test
+from .minimal import stands_alone
 from .operands import Item, boolop_items
 from .plan import FileContext, Refusal, Replacement, Rewrite, SiteJob
 
@@ -38,8 +41,11 @@ METHOD_FORMS = ("or-chain", "not-or", "and-not")
 def helper_call(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> str:
     """How the rewrite calls the family: ``is_x()``, or — for a method or property of a class
     holding the setting — ``<receiver>.is_x()`` / ``<receiver>.use_x`` on the site's own
-    receiver, when that receiver is known to be an instance of the defining class."""
+    receiver, when that receiver is known to be an instance of the defining class; for a
+    constant, ``<receiver> in NAME``."""
     family = job.family
+    if family.access == "constant":
+        return membership_test(ctx, job, receivers)
     if family.access not in ("method", "property"):
         return f"{family.name}()"
     if len(receivers) != 1:
@@ -86,20 +92,16 @@ def plan_helper(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> Re
     if site.form == "single" and site.operands and site.operands[0].kind in ("method", "property"):
         return _plan_single(ctx, job, receivers)
     if site.form not in METHOD_FORMS:
-        raise Refusal(
-            f"helper style is not offered for value comparisons: they usually run on server "
-            f"arguments, before the runtime backend that {family.call_text()} reads is set; "
-            "use --fix-style minimal"
-        )
+        raise Refusal(_value_refusal(family))
     if job.allowed_missing:
         raise Refusal(
             f"the site deliberately leaves out {', '.join(sorted(job.allowed_missing))}; "
-            f"{family.name}() would add {'it' if len(job.allowed_missing) == 1 else 'them'} "
+            f"{_named(family)} would add {'it' if len(job.allowed_missing) == 1 else 'them'} "
             "(use --fix-style minimal)"
         )
     if family.access == "function":
         for receiver in sorted(receivers):
-            if not _bound_to_getter(ctx, job, receiver):
+            if not bound_to_getter(ctx, job, receiver):
                 getter = sorted(ctx.universe.getters or {"the getter"})[0]
                 raise Refusal(
                     f"'{receiver}' is not known to be {getter}(): {family.name}() reads the "
@@ -118,7 +120,7 @@ def plan_helper(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> Re
         else cst.parse_expression(call_text)
     )
     if site.form == "and-not":
-        call = cst.UnaryOperation(operator=cst.Not(), expression=call)
+        call = negated(call)
     kept: list[cst.BaseExpression] = []
     removed: list[tuple[int, int]] = []
     placed = False
@@ -133,7 +135,8 @@ def plan_helper(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> Re
             removed.append((item.start, item.end))
             continue
         kept.append(node)  # type: ignore[arg-type]
-    return rebuild(ctx, site, parsed, kept, removed, "helper", receivers)
+    rewrite = rebuild(ctx, site, parsed, kept, removed, "helper", receivers)
+    return _for_family(rewrite, family)
 
 
 def _plan_single(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> Rewrite:
@@ -141,25 +144,64 @@ def _plan_single(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> R
     if job.allowed_missing:
         raise Refusal(
             f"the site deliberately leaves out {', '.join(sorted(job.allowed_missing))}; "
-            f"{job.family.name}() would add them"
+            f"{_named(job.family)} would add them"
         )
     if job.family.access == "function":
         for receiver in sorted(receivers):
-            if not _bound_to_getter(ctx, job, receiver):
+            if not bound_to_getter(ctx, job, receiver):
                 raise Refusal(
                     f"'{receiver}' is not known to be the global backend that "
                     f"{job.family.name}() reads; rewrite it by hand"
                 )
     start, end = ctx.index.range_of(job.site.span)
-    return _rewrite(
-        "helper",
-        ctx.source.text,
-        (start, end),
-        (start, end),
-        helper_call(ctx, job, receivers),
-        receivers,
-        [(start, end)],
+    body = helper_call(ctx, job, receivers)
+    if job.family.access == "constant" and not stands_alone(ctx, job.site):
+        body = f"({body})"
+    rewrite = _rewrite(
+        "helper", ctx.source.text, (start, end), (start, end), body, receivers, [(start, end)]
     )
+    return _for_family(rewrite, job.family)
+
+
+def _value_refusal(family: Family) -> str:
+    """Why value comparisons keep their hand-written members in the helper style."""
+    if family.access == "constant":
+        why = f"the value may be spelled unlike {family.name}'s members (a string, an enum member)"
+    else:
+        why = (
+            "they usually run on server arguments, before the runtime backend that "
+            f"{family.call_text()} reads is set"
+        )
+    return f"helper style is not offered for value comparisons: {why}; use --fix-style minimal"
+
+
+def _named(family: Family) -> str:
+    """How a refusal names the family: ``is_x()``, or a constant's ``NAME``."""
+    return family.name if family.access == "constant" else f"{family.name}()"
+
+
+def _for_family(rewrite: Rewrite, family: Family) -> Rewrite:
+    """``rewrite`` as a constant's rewrite: the flip check learns what the constant holds,
+    and no operand counts as removed (the membership test still reads the receiver, so no
+    assignment of it may go)."""
+    if family.access != "constant":
+        return rewrite
+    members = {family.name: family.member_set}
+    return replace(rewrite, removed=(), before_names=members, after_names=members)
+
+
+def negated(expression: cst.BaseExpression) -> cst.BaseExpression:
+    """``not <expression>``, written ``a not in b`` when it is ``a in b``."""
+    import libcst as cst
+
+    if (
+        isinstance(expression, cst.Comparison)
+        and len(expression.comparisons) == 1
+        and isinstance(expression.comparisons[0].operator, cst.In)
+    ):
+        target = expression.comparisons[0]
+        return expression.with_changes(comparisons=[target.with_changes(operator=cst.NotIn())])
+    return cst.UnaryOperation(operator=cst.Not(), expression=expression)
 
 
 @dataclass(frozen=True)
@@ -227,7 +269,9 @@ def rebuild(
     receivers: frozenset[str],
 ) -> Rewrite:
     """The site with its chain's operands replaced by ``kept``, joined by the chain's own
-    separators in order; a chain left with one operand loses its grouping parentheses."""
+    separators in order; a chain left with one operand loses its grouping parentheses unless
+    that operand binds looser than a call (``b in A2A_FAMILY``, ``not is_x()``) and the chain
+    is not a whole condition or value."""
     import libcst as cst
 
     text = ctx.source.text
@@ -235,17 +279,17 @@ def rebuild(
     tree = chain.fragment
     if len(kept) == 1 and site.form == "not-or":
         root = tree.root
-        negated = cst.UnaryOperation(
-            operator=cst.Not(), expression=kept[0], lpar=root.lpar, rpar=root.rpar
-        )
-        body = tree.code(negated)
+        body = tree.code(negated(kept[0]).with_changes(lpar=root.lpar, rpar=root.rpar))
         return _rewrite(style, text, (start, end), (start, end), body, receivers, removed)
     if len(kept) == 1:
         outer = _grouping_parens(text, start, end)
         if outer != (start, end):
             tree = _tree(text[outer[0] : outer[1]])
         root = tree.root  # the grouping parentheses, if any, are its own beside the wrapper's
-        body = tree.code(kept[0].with_changes(lpar=root.lpar[:1], rpar=root.rpar[-1:]))
+        primary = isinstance(kept[0], (cst.Name, cst.Attribute, cst.Call, cst.Subscript))
+        grouped = not primary and not stands_alone(ctx, site)
+        lpar, rpar = (root.lpar, root.rpar) if grouped else (root.lpar[:1], root.rpar[-1:])
+        body = tree.code(kept[0].with_changes(lpar=lpar, rpar=rpar))
         return _rewrite(style, text, outer, outer, body, receivers, removed)
     joined = kept[0]
     for gap, operand in zip(chain.gaps, kept[1:], strict=False):
@@ -300,73 +344,3 @@ def _grouping_parens(text: str, start: int, end: int) -> tuple[int, int]:
         if token in (")", "]", "}", "'", '"'):
             return start, end  # a call or subscript on an expression
     return open_at, end + len(after.group())
-
-
-def _bound_to_getter(ctx: FileContext, job: SiteJob, receiver: str) -> bool:
-    """Whether ``receiver`` is the getter's value: a getter call, or a variable or ``self``
-    attribute that is only ever assigned a getter call."""
-    try:
-        node = Fragment(receiver).node
-    except FragmentError:
-        return False
-    getters = ctx.universe.getters
-    if call_name(node) in getters:
-        return True
-    line = job.site.span.line
-    if isinstance(node, ast.Name):
-        function = ctx.enclosing_function(line)
-        if function is not None:
-            args = function.args
-            params = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
-            if any(p is not None and p.arg == node.id for p in params):
-                return False
-            stores, good = _stores(
-                [function], lambda t: isinstance(t, ast.Name) and t.id == node.id, getters
-            )
-            if stores:
-                return stores == good
-        stores, good = _stores(
-            list(ctx.tree.body), lambda t: isinstance(t, ast.Name) and t.id == node.id, getters
-        )
-        return bool(stores) and stores == good
-    if (
-        isinstance(node, ast.Attribute)
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "self"
-    ):
-        classes = [n for n in ctx.enclosing(line) if isinstance(n, ast.ClassDef)]
-        if not classes:
-            return False
-
-        def is_attr(t: ast.AST) -> bool:
-            return (
-                isinstance(t, ast.Attribute)
-                and isinstance(t.value, ast.Name)
-                and t.value.id == "self"
-                and t.attr == node.attr
-            )
-
-        stores, good = _stores([classes[-1]], is_attr, getters)
-        return bool(stores) and stores == good
-    return False
-
-
-def _stores(
-    roots: list[ast.AST], matches: Callable[[ast.AST], bool], getters: frozenset[str]
-) -> tuple[int, int]:
-    """(how many times a matching target is bound, how many of those bind a getter call)."""
-    stores = good = 0
-    for root in roots:
-        for node in ast.walk(root):
-            if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(
-                node.ctx, (ast.Store, ast.Del)
-            ):
-                stores += matches(node)
-            elif (
-                isinstance(node, ast.Assign)
-                and len(node.targets) == 1
-                and matches(node.targets[0])
-                and call_name(node.value) in getters
-            ):
-                good += 1
-    return stores, good

@@ -1,4 +1,5 @@
-"""Make the canonical helper callable where the helper style calls it.
+"""Make the canonical helper callable (a canonical constant readable) where the helper style
+uses it.
 
 Nothing is added when the name is already imported (at module level or in the enclosing
 function) or when the file is the helper's own module. Otherwise the name is merged into an
@@ -50,7 +51,7 @@ def import_edit(ctx: FileContext, family: Family, line: int) -> Replacement | No
             isinstance(t, ast.Name) and t.id == name for t in stmt.targets
         )
         if defined or assigned:
-            raise Refusal(f"the module defines its own {name}; call the canonical one by hand")
+            raise Refusal(f"the module defines its own {name}; use the canonical one by hand")
     for body in scopes:
         for stmt in body:
             if (

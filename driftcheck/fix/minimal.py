@@ -103,7 +103,7 @@ def _plan_match(ctx: FileContext, job: SiteJob) -> Rewrite:
     alternatives = pattern.patterns if isinstance(pattern, ast.MatchOr) else [pattern]
     text = ctx.source.text
     start, end = ctx.range_of(pattern)
-    if "#" in text[start:end] or "\n" in text[start:end]:
+    if pattern.lineno != pattern.end_lineno or "#" in text[start:end]:
         raise Refusal("the pattern spans lines or holds comments; add the members by hand")
     values: list[tuple[str, str | None]] = []
     for alternative in alternatives:
@@ -165,7 +165,7 @@ def _plan_single(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> R
     order += [m for m in terms if m not in order]
     joiner = " and " if site.polarity == "negative" else " or "
     replacement = joiner.join(terms[m] for m in order)
-    if not _stands_alone(ctx, site):
+    if not stands_alone(ctx, site):
         replacement = f"({replacement})"
     return Rewrite(
         style="minimal",
@@ -177,7 +177,7 @@ def _plan_single(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> R
     )
 
 
-def _stands_alone(ctx: FileContext, site) -> bool:  # type: ignore[no-untyped-def]
+def stands_alone(ctx: FileContext, site) -> bool:  # type: ignore[no-untyped-def]
     """Whether the term is a whole ``if`` test, assigned or returned value, or keyword."""
     for node in ast.walk(ctx.tree):
         for child in ast.iter_child_nodes(node):

@@ -57,6 +57,18 @@ def collection_members(node: ast.expr, universe: Universe) -> frozenset[str] | N
     return frozenset(members) if members else None
 
 
+def collection_spellings(node: ast.expr, universe: Universe) -> frozenset[str] | None:
+    """How a literal collection spells its elements: ``{"enum"}``, ``{"string"}`` or both;
+    None when it is not a collection or an element is not a member."""
+    items = _collection_items(node)
+    if items is None:
+        return None
+    singles = [single_value(item, universe) for item in items]
+    if any(single is None for single in singles):
+        return None
+    return frozenset(single[0] for single in singles if single is not None)
+
+
 def member_constants(body: list[ast.stmt], universe: Universe) -> dict[str, frozenset[str]]:
     """Names assigned a collection of members (strings or enum members) in ``body``."""
     found: dict[str, frozenset[str]] = {}

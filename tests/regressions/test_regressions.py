@@ -140,22 +140,7 @@ def test_alias_tested_against_a_constant_of_enum_members_is_found_and_fixed(
     )
 
 
-@pytest.mark.parametrize(
-    "newline",
-    [
-        "\n",
-        "\r\n",
-        pytest.param(
-            "\r",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="engine bug: the minimal match fix refuses a pattern spanning lines only "
-                "when its text holds '\\n', so on '\\r' lines it joins the pattern onto one line",
-            ),
-        ),
-    ],
-    ids=["lf", "crlf", "cr"],
-)
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"], ids=["lf", "crlf", "cr"])
 def test_case_pattern_spanning_lines_is_refused_whatever_the_line_endings(
     runner: CliRunner, sglang_like: Path, newline: str
 ) -> None:
@@ -210,28 +195,28 @@ def test_getter_the_linted_module_defines_is_a_receiver(
 FROZENSET_FAMILY = b"frozenset({MoeA2ABackend.DEEPEP, MoeA2ABackend.MOONCAKE, MoeA2ABackend.MORI})"
 
 
+FAMILY_MEMBERS = b"MoeA2ABackend.DEEPEP, MoeA2ABackend.MOONCAKE, MoeA2ABackend.MORI"
+
+
 @pytest.mark.parametrize(
     "literal",
     [
-        b"(MoeA2ABackend.DEEPEP, MoeA2ABackend.MOONCAKE, MoeA2ABackend.MORI)",
-        b"{MoeA2ABackend.DEEPEP, MoeA2ABackend.MOONCAKE, MoeA2ABackend.MORI}",
-        pytest.param(
-            FROZENSET_FAMILY,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="engine bug: the interpreter reads a canonical constant's tuple, list "
-                "or set literal but not frozenset(...)/set(...): the run stops with exit 2, "
-                "'outside what driftcheck can interpret: call with arguments'",
-            ),
-        ),
+        b"(%s)" % FAMILY_MEMBERS,
+        b"[%s]" % FAMILY_MEMBERS,
+        b"{%s}" % FAMILY_MEMBERS,
+        FROZENSET_FAMILY,
+        b"frozenset((%s))" % FAMILY_MEMBERS,
+        b"set([%s])" % FAMILY_MEMBERS,
+        b"tuple({%s})" % FAMILY_MEMBERS,
     ],
-    ids=["tuple", "set", "frozenset"],
+    ids=["tuple", "list", "set", "frozenset", "frozenset-of-tuple", "set-call", "tuple-call"],
 )
 def test_canonical_constant_is_read_in_every_collection_spelling(
     runner: CliRunner, sglang_like: Path, literal: bytes
 ) -> None:
     """``canonical = ["module:CONSTANT"]`` names a tuple, list, set or frozenset of enum
-    members; each spelling defines the same family."""
+    members, as a literal or a ``frozenset``/``set``/``tuple``/``list`` call of one; each
+    spelling defines the same family (read from the AST, like everything else)."""
     path = install(sglang_like, "canonical_frozenset_constant")
     path.write_bytes(path.read_bytes().replace(FROZENSET_FAMILY, literal))
     (sglang_like / "pyproject.toml").write_text(
@@ -251,18 +236,13 @@ def test_canonical_constant_is_read_in_every_collection_spelling(
     assert path.read_bytes() == before.replace(old, old + b" or b.is_mori()")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: the helper style rewrites the chain to `A2A_FAMILY()` (a call of the "
-    "constant), which would flip every member, and refuses it as 'driftcheck bug: the helper "
-    "rewrite would flip deepep, mooncake, mori, none, ..., not mori; please report it'",
-)
-def test_helper_style_with_a_constant_canonical_fixes_or_says_why_not(
+def test_helper_style_with_a_constant_canonical_tests_the_receiver_against_it(
     runner: CliRunner, sglang_like: Path
 ) -> None:
     """With ``canonical = ["...utils:A2A_FAMILY"]`` (a tuple of members), ``--fix-style
-    helper`` either rewrites the chain so that exactly mori flips, or refuses it with a
-    reason; it never plans a rewrite its own flip check calls a bug."""
+    helper`` rewrites the chain to a membership test of its receiver, so that exactly mori
+    flips (it used to plan ``A2A_FAMILY()``, a call of the constant, and refuse that as a
+    driftcheck bug)."""
     utils = sglang_like / "sglang/srt/layers/moe/utils.py"
     utils.write_text(
         utils.read_text() + "\n\nA2A_FAMILY = (MoeA2ABackend.DEEPEP, MoeA2ABackend.MOONCAKE, "
@@ -278,12 +258,15 @@ def test_helper_style_with_a_constant_canonical_fixes_or_says_why_not(
         "A2A backends; missing mori (canonical: A2A_FAMILY)\n"
     )
     assert run(runner, path, "--no-cache").stdout == finding
+    before = path.read_bytes()
     result = run(runner, path, "--no-cache", "--fix", "--fix-style", "helper")
-    assert "driftcheck bug" not in result.stderr
-    note = result.stderr.splitlines()[0]
-    if result.exit_code == 0:
-        assert note.endswith("fixed DC001 (helper): False -> True for mori")
-        assert run(runner, path, "--no-cache").stdout == ""
-    else:
-        assert result.exit_code == 1 and ": not fixed DC001: " in note
-        assert result.stdout == finding
+    assert result.exit_code == 0
+    assert result.stderr.splitlines()[0] == (
+        f"{MODELS}/helper_style_constant_canonical.py:8: fixed DC001 (helper): "
+        "False -> True for mori"
+    )
+    assert path.read_bytes() == before.replace(
+        b"return get_moe_a2a_backend().is_deepep() or get_moe_a2a_backend().is_mooncake()",
+        b"return get_moe_a2a_backend() in A2A_FAMILY",
+    )
+    assert run(runner, path, "--no-cache").stdout == ""
