@@ -1,85 +1,331 @@
-"""Regenerate docs/precision-report.md: every finding (all rules) on sglang 0.5.17-0.5.23
-with its kind, live/latent members and the hand review from docs/reviews.toml.
+"""Regenerate docs/precision-report.md: every finding (all rules) on each pinned sglang release
+from 0.5.11 on, joined with the hand reviews (docs/reviews.toml) and the labelled upstream
+history (docs/upstream-history.toml) for precision, recall and fixed-upstream marks.
 
-Usage: python scripts/precision_report.py [VERSION ...]
+Usage: python scripts/precision_report.py
 """
 
 from __future__ import annotations
 
-import sys
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import tomllib
+from driftcheck.rules import CATALOGUE
 
 from driftcheck.corpus import PINNED_SHA256, fetch_release
 from driftcheck.engine import check
-from driftcheck.judge import selected_codes
+from driftcheck.model import Finding
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_CODES = selected_codes(None, ())
+FIRST = (0, 5, 11)  # the first release that defines is_deepep_class_backend()
+KINDS = ("property", "allowlist", "dispatch")
+LINE_WINDOW = 20  # a history record matches a finding this many lines away (code moves a bit)
+VERDICTS = ("drift", "not drift", "advice")
+
+Key = tuple[str, str, str]  # (path, subject, code): one review covers the site in every release
+Reviews = dict[Key, dict[str, str]]
+Record = dict[str, Any]  # one [[change]] of docs/upstream-history.toml
 
 
-def load_reviews() -> dict[tuple[str, str, str], dict[str, str]]:
-    """Reviews keyed by (path, subject, code)."""
-    data = tomllib.loads((REPO / "docs/reviews.toml").read_text())
-    return {(r["path"], r["subject"], r["code"]): r for r in data["review"]}
+def version_key(version: str) -> tuple[int, ...]:
+    """'0.5.9' -> (0, 5, 9), so that 0.5.10 sorts after 0.5.9."""
+    return tuple(int(part) for part in version.split("."))
 
 
-def version_section(version: str, reviews: dict) -> tuple[list[str], dict[str, int]]:
-    """Markdown rows for one release and its tallies."""
-    tree = fetch_release(version)
-    result = check([tree], use_cache=False, select=["ALL"])
-    rows = [
-        f"## sglang {version}",
-        "",
-        "| code | severity | default | kind | location | subject | missing (live / latent) | verdict |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    tally = {"default": 0, "default drift": 0, "unreviewed": 0, "drift off by default": 0}
-    for f in result.findings:
-        review = reviews.get((f.path, f.subject, f.code))
-        verdict = f"{review['verdict']}: {review['note']}" if review else "UNREVIEWED"
-        missing = ", ".join(f"{m} (latent)" if m in f.latent else m for m in f.missing) or "-"
-        default = f.code in DEFAULT_CODES
-        rows.append(
-            f"| {f.code} | {f.severity} | {'yes' if default else 'no'} | {f.kind} | "
-            f"`{f.path}:{f.span.line}` | {f.subject} | {missing} | {verdict} |"
+def releases() -> list[str]:
+    """The pinned releases from FIRST on, oldest first."""
+    return sorted((v for v in PINNED_SHA256 if version_key(v) >= FIRST), key=version_key)
+
+
+def is_default(code: str) -> bool:
+    """Whether a code is in the default report (no --select)."""
+    return CATALOGUE[code].default_enabled
+
+
+def key_of(finding: Finding) -> Key:
+    """The reviews' key of a finding."""
+    return (finding.path, finding.subject, finding.code)
+
+
+def load_toml(name: str) -> dict[str, Any]:
+    """A TOML file of docs/."""
+    return tomllib.loads((REPO / "docs" / name).read_text())
+
+
+def run_all(versions: list[str]) -> dict[str, list[Finding]]:
+    """Every finding of every rule per release, sorted; each release is checked once. The
+    default report of the newest is checked against a default run, so that 'default' below
+    (the default-enabled codes of an ALL run) means what a plain `driftcheck` prints."""
+    runs: dict[str, list[Finding]] = {}
+    for version in versions:
+        result = check([fetch_release(version)], use_cache=False, select=["ALL"])
+        assert not result.problems, (version, result.problems)
+        runs[version] = sorted(
+            result.findings, key=lambda f: (f.path, f.span.line, f.span.col, f.code, f.subject)
         )
-        tally["default"] += default
-        tally["default drift"] += default and bool(review) and review["verdict"] == "drift"
-        tally["unreviewed"] += review is None
-        tally["drift off by default"] += (
-            (not default) and bool(review) and review["verdict"] == "drift"
-        )
-    rows.append("")
-    rows.append(
-        f"Default report: {tally['default']} findings, {tally['default drift']} judged drift; "
-        f"drift hidden by default: {tally['drift off by default']}; unreviewed: {tally['unreviewed']}."
+    newest = versions[-1]
+    plain = check([fetch_release(newest)], use_cache=False).findings
+    subset = [f.to_dict() for f in runs[newest] if is_default(f.code)]
+    assert sorted(map(repr, subset)) == sorted(repr(f.to_dict()) for f in plain), newest
+    return runs
+
+
+def where(version: str, finding: Finding) -> tuple[Any, ...]:
+    """A finding's identity within one run: release, file, position, code and subject."""
+    return (
+        version,
+        finding.path,
+        finding.span.line,
+        finding.span.col,
+        finding.code,
+        finding.subject,
     )
-    rows.append("")
-    return rows, tally
 
 
-def main(argv: list[str]) -> int:
-    """Write the report for the given versions (default: every pinned release)."""
-    versions = argv or sorted(PINNED_SHA256, key=lambda v: tuple(int(x) for x in v.split(".")))
-    reviews = load_reviews()
-    lines = [
-        "# Precision report: driftcheck on sglang releases",
+def matches(finding: Finding, record: Record) -> bool:
+    """A history record names the finding's site: same file and symbol, nearby line."""
+    return (
+        finding.path == record["path"]
+        and finding.symbol == record["symbol"]
+        and abs(finding.span.line - record["line"]) <= LINE_WINDOW
+    )
+
+
+@dataclass
+class Joined:
+    """The findings of every release joined with the upstream drift fixes."""
+
+    # where(release, finding) -> (release that fixed it, True when matched at `from` itself)
+    fixed: dict[tuple[Any, ...], tuple[str, bool]] = field(default_factory=dict)
+    # release -> measurable drift-fix records of that `from` no default finding matches
+    missed: dict[str, list[Record]] = field(default_factory=dict)
+    # release -> measurable drift-fix records of that `from` a default finding matches
+    recalled: Counter = field(default_factory=Counter)
+
+
+def join_history(runs: dict[str, list[Finding]], history: list[Record]) -> Joined:
+    """Mark findings fixed upstream and count recall. A finding at R is fixed upstream in R'
+    when a drift-fix record from R to R' matches it; the same (path, subject, code) in the
+    unbroken run of releases before R is marked too ("carried"). A measurable fix is recalled
+    when a default finding matches it at its `from` release."""
+    joined = Joined()
+    versions = list(runs)
+    fixes = [c for c in history if c["classification"] == "drift-fix" and c["from"] in runs]
+    for record in sorted(fixes, key=lambda c: (version_key(c["from"]), c["path"], c["line"])):
+        hits = [f for f in runs[record["from"]] if matches(f, record)]
+        if record.get("measurable"):
+            if any(is_default(f.code) for f in hits):
+                joined.recalled[record["from"]] += 1
+            else:
+                joined.missed.setdefault(record["from"], []).append(record)
+        keys = {key_of(f) for f in hits}
+        for f in hits:
+            joined.fixed[where(record["from"], f)] = (record["to"], True)
+        for earlier in reversed(versions[: versions.index(record["from"])]):
+            keys &= {key_of(f) for f in runs[earlier]}
+            for f in runs[earlier]:
+                if key_of(f) in keys:
+                    joined.fixed.setdefault(where(earlier, f), (record["to"], False))
+    return joined
+
+
+def cell(text: str) -> str:
+    """Text safe inside a markdown table cell."""
+    return text.replace("|", "\\|")
+
+
+def counts_table(findings: list[Finding]) -> list[str]:
+    """Counts per code and kind, default codes first."""
+    counts = Counter((f.code, f.kind) for f in findings)
+    codes = sorted({f.code for f in findings}, key=lambda c: (not is_default(c), c))
+    rows = [
+        "| code | default | " + " | ".join(KINDS) + " | total |",
+        "| --- | --- | " + " | ".join("---:" for _ in KINDS) + " | ---: |",
+    ]
+    for code in codes:
+        per_kind = [counts[(code, kind)] for kind in KINDS]
+        rows.append(
+            f"| {code} | {'yes' if is_default(code) else 'no'} | "
+            + " | ".join(str(n) if n else "" for n in per_kind)
+            + f" | {sum(per_kind)} |"
+        )
+    return rows
+
+
+def finding_row(
+    finding: Finding, review: dict[str, str] | None, fixed: tuple[str, bool] | None
+) -> str:
+    """One per-finding table row."""
+    f = finding
+    site = ": ".join(part for part in (f.site.context, f.site.role) if part) if f.site else "-"
+    missing = ", ".join(f"{m} (latent)" if m in f.latent else m for m in f.missing) or "-"
+    verdict = f"{review['verdict']}: {review['note']}" if review else "UNREVIEWED"
+    upstream = "-" if fixed is None else fixed[0] + ("" if fixed[1] else " (carried)")
+    return (
+        f"| {f.code} | {f.severity} | {'yes' if is_default(f.code) else 'no'} | {f.kind} | "
+        f"`{f.path}:{f.span.line}` | {cell(f.subject)} | {cell(site)} | {missing} | "
+        f"{upstream} | {cell(verdict)} |"
+    )
+
+
+def tally(version: str, findings: list[Finding], reviews: Reviews, joined: Joined) -> Counter:
+    """Summary counts of one release's default report."""
+    counts: Counter = Counter()
+    for f in findings:
+        if not is_default(f.code):
+            counts["drift off by default"] += reviews.get(key_of(f), {}).get("verdict") == "drift"
+            continue
+        review = reviews.get(key_of(f))
+        counts["default"] += 1
+        counts[review["verdict"] if review else "unreviewed"] += 1
+        counts["fixed upstream later"] += where(version, f) in joined.fixed
+    counts["upstream fixes recalled"] = joined.recalled[version]
+    counts["upstream fixes missed"] = len(joined.missed.get(version, []))
+    return counts
+
+
+def release_section(
+    version: str, findings: list[Finding], reviews: Reviews, joined: Joined
+) -> list[str]:
+    """The markdown of one release: counts, findings, missed upstream fixes."""
+    rows = [f"## sglang {version}", "", *counts_table(findings), ""]
+    rows += [
+        "| code | severity | default | kind | location | subject | site (form: role) "
+        "| missing (live / latent) | fixed upstream | verdict |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    rows += [
+        finding_row(f, reviews.get(key_of(f)), joined.fixed.get(where(version, f)))
+        for f in findings
+    ]
+    missed = joined.missed.get(version, [])
+    if missed:
+        rows += ["", f"Measurable upstream drift fixes of {version} that driftcheck misses:", ""]
+        rows += [
+            f"- `{c['path']}:{c['line']}` {c['symbol']}: `{c['expr']}` "
+            f"(missing {', '.join(c['missing_before'])}; fixed in {c['to']})"
+            for c in missed
+        ]
+    return [*rows, ""]
+
+
+SUMMARY_COLUMNS = (
+    "default",
+    "drift",
+    "not drift",
+    "advice",
+    "unreviewed",
+    "fixed upstream later",
+    "upstream fixes recalled",
+    "upstream fixes missed",
+    "drift off by default",
+)
+
+
+def summary(
+    tallies: dict[str, Counter], runs: dict[str, list[Finding]], reviews: Reviews
+) -> list[str]:
+    """The cross-release summary: one row per release, totals, precision and recall."""
+    rows = [
+        "## Summary",
         "",
-        "Regenerated by `python scripts/precision_report.py`; verdicts come from `docs/reviews.toml`",
-        "(each site read in context by hand). All rules are run; `default` says whether the code is in",
-        "the default report. Kinds: property (decides a code path; errors), allowlist (validation;",
-        "DC010, off by default), dispatch (per-backend arm or kernel capability; DC011, off by default).",
+        "| release | " + " | ".join(SUMMARY_COLUMNS) + " | precision |",
+        "| --- | " + " | ".join("---:" for _ in SUMMARY_COLUMNS) + " | ---: |",
+    ]
+    total: Counter = Counter()
+    for version in reversed(runs):
+        counts = tallies[version]
+        total += counts
+        rows.append(
+            f"| {version} | "
+            + " | ".join(str(counts[c]) for c in SUMMARY_COLUMNS)
+            + f" | {ratio(counts)} |"
+        )
+    rows.append(
+        "| all | " + " | ".join(str(total[c]) for c in SUMMARY_COLUMNS) + f" | {ratio(total)} |"
+    )
+    sites = {key_of(f) for fs in runs.values() for f in fs if is_default(f.code)}
+    verdicts = Counter(reviews[k]["verdict"] if k in reviews else "unreviewed" for k in sites)
+    recalled, missed = total["upstream fixes recalled"], total["upstream fixes missed"]
+    rows += [
+        "",
+        f"Recall: {recalled} of {recalled + missed} measurable upstream drift fixes are reported "
+        "by the default report at the release before the fix.",
+        f"Precision of the default report: {total['drift']} of "
+        f"{sum(total[v] for v in VERDICTS)} reviewed findings judged drift ({ratio(total)}) "
+        f"over all releases; by distinct (path, subject, code): {verdicts['drift']} of "
+        f"{sum(verdicts[v] for v in VERDICTS)} ({ratio(verdicts)}), "
+        f"{verdicts['unreviewed']} unreviewed.",
         "",
     ]
+    return rows
+
+
+def ratio(counts: Counter) -> str:
+    """drift / reviewed default findings, as a percentage."""
+    reviewed = sum(counts[v] for v in VERDICTS)
+    return f"{counts['drift'] / reviewed:.0%}" if reviewed else "-"
+
+
+def unused_reviews(runs: dict[str, list[Finding]], reviews: Reviews) -> list[str]:
+    """Reviews whose key matches no finding of any release covered."""
+    seen = {key_of(f) for fs in runs.values() for f in fs}
+    stale = sorted(k for k in reviews if k not in seen)
+    if not stale:
+        return []
+    rows = ["## Reviews that match no finding", ""]
+    rows += [f"- `{path}` {cell(subject)} {code}" for path, subject, code in stale]
+    return [*rows, ""]
+
+
+HEADER = f"""\
+# Precision report: driftcheck on sglang releases
+
+Generated by `python scripts/precision_report.py` (do not edit by hand). Every pinned release
+from 0.5.11 (the first with `is_deepep_class_backend()`) is checked once with every rule
+(`--select ALL`); `default` says whether the code is in the default report (the rule's
+`default_enabled`; the newest release's subset is checked against a plain run).
+
+How to read it:
+
+- **Verdict** comes from `docs/reviews.toml` (each site read in context by hand), keyed by
+  (path, subject, code) so one review covers the site in every release; UNREVIEWED: no review.
+  drift = should follow the canonical helper; not drift = legitimate divergence; advice =
+  DC002/DC005, correct today but worth cleaning up.
+- **Kind**: property (decides a code path; errors), allowlist (validation; DC010, off by
+  default), dispatch (per-backend arm or kernel capability; DC011, off by default). **Site**:
+  the statement form and the role driftcheck gives the site (function: what the value decides).
+- **Missing**: members of the family the site lacks; (latent) = gated per model at that release.
+- **Fixed upstream**: the release whose drift fix (`docs/upstream-history.toml`, `drift-fix`
+  records from this release) touches the finding's site: same path and symbol, line within
+  {LINE_WINDOW}. (carried): the same (path, subject, code) reported in every release from this one to the
+  fix's. Measurable fixes no default finding matches are listed under each release.
+- **Summary**: counts over the default report per release; precision = drift / reviewed
+  default findings; recall = measurable drift fixes (upstream fixes recalled + missed, listed
+  under the `from` release) reported by the default report at the release before the fix.
+"""
+
+
+def main() -> int:
+    """Check every release, join reviews and history, write docs/precision-report.md."""
+    versions = releases()
+    reviews: Reviews = {
+        (r["path"], r["subject"], r["code"]): r for r in load_toml("reviews.toml")["review"]
+    }
+    runs = run_all(versions)
+    joined = join_history(runs, load_toml("upstream-history.toml")["change"])
+    tallies = {v: tally(v, runs[v], reviews, joined) for v in versions}
+    lines = [HEADER, *summary(tallies, runs, reviews)]
     for version in reversed(versions):
-        rows, _ = version_section(version, reviews)
-        lines += rows
+        lines += release_section(version, runs[version], reviews, joined)
+    lines += unused_reviews(runs, reviews)
     (REPO / "docs/precision-report.md").write_text("\n".join(lines).rstrip() + "\n")
     print(f"wrote docs/precision-report.md for {', '.join(versions)}")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(main())
