@@ -27,19 +27,20 @@ Finds expressions that enumerate backends by hand — `b.is_deepep() or b.is_moo
 name with the canonical predicate's (`is_deepep_class_backend()`), read from the tree's own
 source. It reports the members the enumeration is missing and the extras it adds.
 
-A copy whose only effect is to set attributes that nothing reads (`if b.is_deepep() or
-b.is_mooncake(): self.top_k = ...` in a block whose `top_k` no method, no layer holding the
-block and no related class reads) decides nothing today: it is reported as a **warning** that
-says so ("nothing reads top_k: delete it rather than widen it"). Reads are looked for in the
-site's own file and in the classes related to its class by inheritance in the other scanned
-files; a read through another object in another file is not.
-
 ## Why it matters
 A list copied from the helper stops tracking it. When the helper gains a backend
 (`deepep_v2`), the copy silently keeps the old answer: Kimi-K3's `_uses_ep_a2a` omitted
 `deepep_v2`, so with `--moe-a2a-backend deepep_v2` the layer kept its DP gather and TP
 all-reduce after a dispatcher that had already combined — a double reduce that corrupts
 outputs without crashing.
+
+## A copy nothing reads
+A copy whose only effect is to set attributes that nothing reads (`if b.is_deepep() or
+b.is_mooncake(): self.top_k = ...` in a block whose `top_k` no method, no layer holding the
+block and no related class reads) decides nothing today: it is reported as a **warning** that
+says so ("nothing reads top_k: delete it rather than widen it"). Reads are looked for in the
+site's own file and in the classes related to its class by inheritance in the other scanned
+files; a read through another object in another file is not.
 
 ## Fix
 `driftcheck --fix` inserts the missing members next to their siblings, in the list's own

@@ -181,6 +181,9 @@ def tally(version: str, findings: list[Finding], reviews: Reviews, joined: Joine
         review = reviews.get(key_of(f))
         counts["default"] += 1
         counts[review["verdict"] if review else "unreviewed"] += 1
+        if f.severity == "error":
+            counts["errors"] += 1
+            counts["errors judged drift"] += bool(review) and review["verdict"] == "drift"
         counts["fixed upstream later"] += where(version, f) in joined.fixed
     counts["upstream fixes recalled"] = joined.recalled[version]
     counts["upstream fixes missed"] = len(joined.missed.get(version, []))
@@ -232,8 +235,10 @@ def summary(
     rows = [
         "## Summary",
         "",
-        "| release | " + " | ".join(SUMMARY_COLUMNS) + " | precision |",
-        "| --- | " + " | ".join("---:" for _ in SUMMARY_COLUMNS) + " | ---: |",
+        "| release | "
+        + " | ".join(SUMMARY_COLUMNS)
+        + " | precision | errors | precision of errors |",
+        "| --- | " + " | ".join("---:" for _ in SUMMARY_COLUMNS) + " | ---: | ---: | ---: |",
     ]
     total: Counter = Counter()
     for version in reversed(runs):
@@ -242,10 +247,12 @@ def summary(
         rows.append(
             f"| {version} | "
             + " | ".join(str(counts[c]) for c in SUMMARY_COLUMNS)
-            + f" | {ratio(counts)} |"
+            + f" | {ratio(counts)} | {counts['errors']} | {error_ratio(counts)} |"
         )
     rows.append(
-        "| all | " + " | ".join(str(total[c]) for c in SUMMARY_COLUMNS) + f" | {ratio(total)} |"
+        "| all | "
+        + " | ".join(str(total[c]) for c in SUMMARY_COLUMNS)
+        + f" | {ratio(total)} | {total['errors']} | {error_ratio(total)} |"
     )
     sites = {key_of(f) for fs in runs.values() for f in fs if is_default(f.code)}
     verdicts = Counter(reviews[k]["verdict"] if k in reviews else "unreviewed" for k in sites)
@@ -258,7 +265,10 @@ def summary(
         f"{sum(total[v] for v in VERDICTS)} reviewed findings judged drift ({ratio(total)}) "
         f"over all releases; by distinct (path, subject, code): {verdicts['drift']} of "
         f"{sum(verdicts[v] for v in VERDICTS)} ({ratio(verdicts)}), "
-        f"{verdicts['unreviewed']} unreviewed.",
+        f"{verdicts['unreviewed']} unreviewed. Errors alone (what fails a run under the default "
+        f"`--fail-on error`): {total['errors judged drift']} of {total['errors']} judged drift "
+        f"({error_ratio(total)}); the warnings are copies nothing reads, latent-only drift and "
+        "redundant members.",
         "",
     ]
     return rows
@@ -268,6 +278,12 @@ def ratio(counts: Counter) -> str:
     """drift / reviewed default findings, as a percentage."""
     reviewed = sum(counts[v] for v in VERDICTS)
     return f"{counts['drift'] / reviewed:.0%}" if reviewed else "-"
+
+
+def error_ratio(counts: Counter) -> str:
+    """Error-severity default findings judged drift, as a percentage of those findings (the
+    ones that fail a run under the default ``--fail-on error``)."""
+    return f"{counts['errors judged drift'] / counts['errors']:.0%}" if counts["errors"] else "-"
 
 
 def unused_reviews(runs: dict[str, list[Finding]], reviews: Reviews) -> list[str]:

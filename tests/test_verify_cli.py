@@ -246,7 +246,7 @@ def test_every_fix_of_sglang_0_5_23_is_proven(runner: CliRunner, sglang_0_5_23: 
     result = run(runner, sglang_0_5_23, "--no-cache", "--format", "json")
     sites = json.loads(result.stdout)["sites"]
     assert result.exit_code == 0
-    assert len(sites) == 19
+    assert len(sites) == 23
     assert {s["verdict"] for s in sites} == {"proven"}
     k3 = next(s for s in sites if s["symbol"] == "_uses_ep_a2a")
     assert (k3["path"], k3["line"], k3["flips"]) == (
