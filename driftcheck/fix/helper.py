@@ -89,6 +89,11 @@ def _holds_owner(ctx: FileContext, job: SiteJob, receiver: str) -> bool:
 def plan_helper(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> Rewrite:
     """The helper-style rewrite of ``job``'s site (raises :class:`Refusal`)."""
     site, family = job.site, job.family
+    if family.inferred:
+        raise Refusal(
+            f"no helper defines {family.label} (it was inferred from the tree's copies): add "
+            f"--create-helper to write {family.name}() beside the enum, or use --fix-style minimal"
+        )
     if site.form == "single" and site.operands and site.operands[0].kind in ("method", "property"):
         return _plan_single(ctx, job, receivers)
     if site.form not in METHOD_FORMS:
