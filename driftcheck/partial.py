@@ -19,9 +19,13 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import re
 
 DEFINITION = re.compile(r"^(?:@|def\b|async\s+def\b|class\b)", re.MULTILINE)
+# a line of code at column 0 that continues no definition (not a comment, a closing bracket, a
+# string's continuation or a decorator)
+TOP_LEVEL_CODE = re.compile(r"^[^\s#)\]}'\"@]", re.MULTILINE)
 
 
 class PartialModule:
@@ -34,6 +38,9 @@ class PartialModule:
         self._pieces: list[tuple[int, int, bool]] = []  # (first line, last line, definition)
         self._parsed: set[int] = set()
         self._bodies: dict[int, list[ast.stmt]] = {}
+        # a class piece parsed without some of its methods: piece -> (class node, unparsed
+        # method line ranges)
+        self._partial_classes: dict[int, tuple[ast.ClassDef, list[tuple[int, int]]]] = {}
         if hot_lines is None or "\r" in source or not self._cut():
             self._whole()
             return
@@ -41,7 +48,7 @@ class PartialModule:
         for index, (first, last, definition) in enumerate(self._pieces):
             position = bisect.bisect_left(hot, first)
             needed = not definition or (position < len(hot) and hot[position] <= last)
-            if needed and not self._parse(index):
+            if needed and not self._parse(index, hot if definition else None):
                 self._whole()
                 return
         self._assemble()
@@ -52,6 +59,7 @@ class PartialModule:
         return len(self._parsed) == len(self._pieces)
 
     def _whole(self) -> None:
+        self._partial_classes = {}
         self.tree = ast.parse(self.source, filename=self.path)
         self._pieces = [(1, max(1, self.source.count("\n") + 1), False)]
         self._parsed = {0}
@@ -83,37 +91,113 @@ class PartialModule:
     def _split_tail(self, first: int, last: int) -> list[tuple[int, int, bool]]:
         """A definition ends where the next top-level statement that is not part of it begins
         (``EntryClass = ...`` after the last class); that tail is scaffold."""
-        for line in range(first + 1, last + 1):
-            text = self._line(line, self._line_starts)
-            if text and not text[0].isspace() and text[0] not in "#)]}'\"" and text[:1] != "@":
-                return [(first, line - 1, True), (line, last, False)]
-        return [(first, last, True)]
+        starts = self._line_starts
+        if first >= len(starts):
+            return [(first, last, True)]
+        end = starts[last] if last < len(starts) else len(self.source)
+        match = TOP_LEVEL_CODE.search(self.source, starts[first], end)
+        if match is None:
+            return [(first, last, True)]
+        line = bisect.bisect_right(starts, match.start())
+        return [(first, line - 1, True), (line, last, False)]
 
-    def _line(self, line: int, line_starts: list[int]) -> str:
-        start = line_starts[line - 1]
-        end = line_starts[line] if line < len(line_starts) else len(self.source)
-        return self.source[start:end]
-
-    def _parse(self, index: int) -> bool:
+    def _parse(self, index: int, hot: list[int] | None = None) -> bool:
+        """Parse piece ``index``; of a class, only the methods holding a ``hot`` line (the
+        others stay blank lines until :meth:`parse_lines` asks for them)."""
         if index in self._parsed:
             return True
         first, last, _ = self._pieces[index]
-        start = self._line_starts[first - 1]
-        end = self._line_starts[last] if last < len(self._line_starts) else len(self.source)
+        skipped = self._cold_methods(first, last, hot) if hot is not None else []
+        text = self._text(first, last, skipped)
         try:
-            piece = ast.parse("\n" * (first - 1) + self.source[start:end], filename=self.path)
+            piece = ast.parse("\n" * (first - 1) + text, filename=self.path)
         except SyntaxError:
-            return False
+            if not skipped:
+                return False
+            skipped, piece = [], None
+            try:
+                piece = ast.parse(
+                    "\n" * (first - 1) + self._text(first, last, []), filename=self.path
+                )
+            except SyntaxError:
+                return False
         self._parsed.add(index)
         self._bodies[index] = piece.body
+        cls = piece.body[-1] if piece.body else None
+        if skipped and isinstance(cls, ast.ClassDef):
+            # the class spans its unparsed methods too (its readers search that whole text)
+            cls.end_lineno, cls.end_col_offset = self._last_code_line(first, last)
+            self._partial_classes[index] = (cls, skipped)
         return True
+
+    def _text(self, first: int, last: int, blank: list[tuple[int, int]]) -> str:
+        """Lines ``first``..``last``, the ``blank`` line ranges emptied."""
+        starts = self._line_starts
+        end = starts[last] if last < len(starts) else len(self.source)
+        if not blank:
+            return self.source[starts[first - 1] : end]
+        parts, position = [], starts[first - 1]
+        for low, high in blank:
+            parts.append(self.source[position : starts[low - 1]])
+            parts.append("\n" * (high - low + 1))
+            position = starts[high] if high < len(starts) else end
+        parts.append(self.source[position:end])
+        return "".join(parts)
+
+    def _cold_methods(self, first: int, last: int, hot: list[int]) -> list[tuple[int, int]]:
+        """The line ranges of a class piece's methods that hold no hot line ([] when the
+        piece is no class, or its body is indented with tabs)."""
+        starts = self._line_starts
+        text = self._text(first, last, [])
+        if not CLASS_LINE.search(text) or "\t" in text:
+            return []
+        offset = starts[first - 1]
+        members = [
+            (bisect.bisect_right(starts, offset + m.start()), len(m.group(1)), m.group(2))
+            for m in MEMBER.finditer(text)
+        ]
+        if not members:
+            return []
+        indent = min(width for _, width, _ in members)
+        ranges: list[tuple[int, int]] = []
+        decorated = False
+        for line, width, head in members:
+            if width != indent:
+                continue
+            if not decorated:  # a method starts at its first decorator, else at its def
+                ranges.append((line, last))
+            decorated = head == "@"
+        ends = [
+            bisect.bisect_right(starts, offset + m.start())
+            for m in _body_statement(indent).finditer(text)
+        ]
+        bounded = []
+        for index, (low, _) in enumerate(ranges):
+            high = ranges[index + 1][0] - 1 if index + 1 < len(ranges) else last
+            later = [e for e in ends if low < e <= high]
+            bounded.append((low, (later[0] - 1) if later else high))
+        cold = []
+        for low, high in bounded:
+            position = bisect.bisect_left(hot, low)
+            if not (position < len(hot) and hot[position] <= high):
+                cold.append((low, high))
+        return cold if len(cold) < len(bounded) else []
+
+    def _last_code_line(self, first: int, last: int) -> tuple[int, int]:
+        """The last line of ``first``..``last`` holding code, and its length."""
+        for line in range(last, first - 1, -1):
+            text = self._text(line, line, []).rstrip()
+            if text and not text.lstrip().startswith("#"):
+                return line, len(text.encode("utf-8"))
+        return last, 0
 
     def _assemble(self) -> None:
         self.tree.body = [stmt for index in sorted(self._bodies) for stmt in self._bodies[index]]
 
     def parse_lines(self, lines: set[int] | list[int]) -> bool:
-        """Parse the pieces holding ``lines``; True when the tree grew."""
-        grown = False
+        """Parse the pieces (and the methods of partly parsed classes) holding ``lines``;
+        True when the tree grew."""
+        grown = self._grow_classes(lines)
         for index, (first, last, _) in enumerate(self._pieces):
             if index in self._parsed:
                 continue
@@ -125,6 +209,42 @@ class PartialModule:
         if grown:
             self._assemble()
         return grown
+
+    def _grow_classes(self, lines: set[int] | list[int]) -> bool:
+        """Parse the skipped methods holding ``lines`` into their (already parsed) class."""
+        grown = False
+        for index, (cls, skipped) in self._partial_classes.items():
+            wanted = [r for r in skipped if any(r[0] <= line <= r[1] for line in lines)]
+            if not wanted:
+                continue
+            first, last, _ = self._pieces[index]
+            others = [r for r in skipped if r not in wanted]
+            piece = ast.parse(
+                "\n" * (first - 1) + self._text(first, last, others), filename=self.path
+            )
+            fresh = piece.body[-1]
+            assert isinstance(fresh, ast.ClassDef)
+            known = {(s.lineno, s.col_offset) for s in cls.body}
+            added = [
+                s
+                for s in fresh.body
+                if (s.lineno, s.col_offset) not in known
+                and any(low <= s.lineno <= high for low, high in wanted)
+            ]
+            cls.body = sorted([*cls.body, *added], key=lambda s: (s.lineno, s.col_offset))
+            skipped[:] = others
+            grown = True
+        return grown
+
+
+CLASS_LINE = re.compile(r"^class\b", re.MULTILINE)
+MEMBER = re.compile(r"^( +)(@|def\b|async\s+def\b)", re.MULTILINE)
+
+
+@functools.lru_cache(maxsize=16)
+def _body_statement(indent: int) -> re.Pattern[str]:
+    """A statement of a class body at ``indent`` spaces that starts no method."""
+    return re.compile(rf"^ {{{indent}}}(?!def\b|async\s+def\b|@)[^\s#)\]}}'\"]", re.MULTILINE)
 
 
 def parse_for_sites(source: str, path: str, hot_lines: list[int] | None) -> PartialModule:

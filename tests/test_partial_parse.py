@@ -1,0 +1,125 @@
+"""Only the pieces of a module that can hold a site are parsed (driftcheck.partial): top-level
+definitions holding a hot line, and of a class only those methods; what a later question
+needs (a read of an attribute, a call of a function) is parsed when asked. The sites, and
+everything they record, are those of the whole file parsed."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+from pathlib import Path
+
+import pytest
+
+import driftcheck.scan
+from driftcheck.engine import check
+from driftcheck.partial import parse_for_sites
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+MODEL = """\
+from sglang.srt.layers.moe.utils import get_moe_a2a_backend
+
+
+class Block:
+    def __init__(self):
+        b = get_moe_a2a_backend()
+        self._a2a = b.is_deepep() or b.is_mooncake()
+
+    def unrelated(self, x):
+        return x + 1
+
+    def forward(self, x):
+        if self._a2a:
+            return self.forward_deepep(x)
+        return self.forward_normal(x)
+
+    def forward_deepep(self, x):
+        return x
+
+    def forward_normal(self, x):
+        return x
+
+
+def helper(x):
+    return x * 2
+"""
+NOTE = '''
+NOTE = """
+def not_code():
+    pass
+"""
+'''
+HOT = [1, 6, 7]  # the import and the two lines testing the backend
+
+
+def sites_of(tree: Path, monkeypatch: pytest.MonkeyPatch, whole: bool) -> list[dict]:
+    if whole:
+        original = driftcheck.scan.parse_for_sites
+        monkeypatch.setattr(
+            driftcheck.scan,
+            "parse_for_sites",
+            lambda source, path, hot: original(source, path, None),
+        )
+    result = check([tree], use_cache=False, jobs=1)
+    monkeypatch.undo()
+    return [
+        s.to_dict()
+        for scan in sorted(result.scans.values(), key=lambda s: s.path)
+        for s in scan.sites
+    ]
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    target = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "sglang_like", target)
+    (target / "sglang/srt/models/block_like.py").write_text(MODEL)
+    return target
+
+
+def test_sites_are_those_of_the_whole_file(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert sites_of(tree, monkeypatch, whole=False) == sites_of(tree, monkeypatch, whole=True)
+
+
+def test_a_read_in_a_method_not_parsed_is_found_when_asked(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    [site] = [
+        s for s in sites_of(tree, monkeypatch, whole=False) if s["path"].endswith("block_like.py")
+    ]
+    assert "call:forward_deepep" in site["controls"]
+
+
+def test_a_class_keeps_only_its_hot_methods_and_spans_all_of_them() -> None:
+    module = parse_for_sites(MODEL, "block_like.py", HOT)
+    [cls] = [s for s in module.tree.body if isinstance(s, ast.ClassDef)]
+    assert [m.name for m in cls.body] == ["__init__"]
+    assert (cls.lineno, cls.end_lineno) == (4, 21)
+
+
+def test_asking_for_a_line_parses_its_method_into_the_class() -> None:
+    module = parse_for_sites(MODEL, "block_like.py", HOT)
+    assert module.parse_lines({13})
+    [cls] = [s for s in module.tree.body if isinstance(s, ast.ClassDef)]
+    assert [m.name for m in cls.body] == ["__init__", "forward"]
+    assert cls.body[1].lineno == 12
+
+
+def test_a_definition_inside_a_string_at_column_zero_makes_the_whole_file_parsed() -> None:
+    """The cut would fall inside the string; the pieces do not parse, so the file is parsed
+    whole (the answer never depends on the shortcut)."""
+    module = parse_for_sites(MODEL + NOTE, "block_like.py", HOT)
+    assert module.whole
+    assert [s.name for s in module.tree.body if isinstance(s, ast.FunctionDef)] == ["helper"]
+
+
+def test_a_function_no_question_needs_is_not_parsed() -> None:
+    module = parse_for_sites(MODEL, "block_like.py", HOT)
+    assert not any(isinstance(s, ast.FunctionDef) for s in module.tree.body)
+    assert module.parse_lines({26})
+    assert [s.name for s in module.tree.body if isinstance(s, ast.FunctionDef)] == ["helper"]
+
+
+def test_carriage_return_lines_are_parsed_whole() -> None:
+    module = parse_for_sites(MODEL.replace("\n", "\r"), "block_like.py", HOT)
+    assert module.whole
