@@ -14,7 +14,7 @@ by the peer run beside it, so a machine that slows down for a while slows both s
   ``python3 -c pass`` (starting the interpreter is the floor);
 * **one file, just edited, warm**: the same after appending a new comment line to the file
   before each run (the record cannot answer; the scan cache holds the rest of the tree);
-* **one file, empty cache**: against the cold whole-tree run;
+* **one file, empty cache**: against a whole-tree run with an empty cache (both fill it);
 
 and the peak memory of driftcheck's process tree on a cold run (the sum of its processes'
 proportional set sizes, sampled from /proc every 5 ms). driftcheck runs as ``python -P -m
@@ -100,6 +100,7 @@ def paired(
     ours: Callable[[], tuple[float, float]],
     theirs: Callable[[], tuple[float, float]],
     before_ours: Callable[[], None] = lambda: None,
+    before_theirs: Callable[[], None] = lambda: None,
 ) -> tuple[list[float], list[float], list[float], float]:
     """``runs`` alternating pairs: (our walls, their walls, paired ratios, our peak MB)."""
     mine, peer, peak = [], [], 0.0
@@ -108,6 +109,7 @@ def paired(
         wall, mb = ours()
         mine.append(wall)
         peak = max(peak, mb)
+        before_theirs()
         peer.append(theirs()[0])
     return mine, peer, [a / b for a, b in zip(mine, peer, strict=True)], peak
 
@@ -194,7 +196,7 @@ def main() -> int:
             edited,
             "(reported, no target)",
         )
-        empty = paired(args.runs, ours(EDITED), ours("--no-cache", "."), forget)
+        empty = paired(args.runs, ours(EDITED), ours("."), forget, forget)
         report("one file, empty cache", "cold tree", empty, "<= 1.0x a cold whole-tree run")
         print(
             f"peak memory of driftcheck's process tree (cold): {cold[3]:.0f} MB (target <= 100 MB)"

@@ -4,7 +4,9 @@
 
 Each repetition works on a fresh copy of the release (the corpus cache is never modified):
 
-* ``cli --no-cache``: wall time of ``driftcheck --no-cache --fix`` as a subprocess (cold scan);
+* ``cli --no-cache``: wall time of ``driftcheck --no-cache --fix`` as a subprocess (cold scan),
+  alternating run by run with ``ruff check --select PLR1714 --no-cache --fix`` on its own fresh
+  copy (the peer), and the median of the paired ratios;
 * ``cli cached``: wall time of ``driftcheck --fix`` after a plain ``driftcheck`` run filled the
   scan cache (what a developer sees on the second command);
 * in-process phases: ``check`` (scan + judge), ``attach`` (plan every fix and compute its
@@ -92,7 +94,21 @@ def phases(tree: Path, style: str) -> dict[str, float]:
 
 
 def summary(values: list[float]) -> str:
-    return f"{statistics.median(values):6.3f} s  (min {min(values):.3f})"
+    """``median s (min / max)``."""
+    return f"{statistics.median(values):6.3f} s  (min {min(values):.3f}, max {max(values):.3f})"
+
+
+def timed_ruff(tree: Path) -> float:
+    """Wall time of ``ruff check --select PLR1714 --no-cache --fix`` on ``tree``: the peer."""
+    ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
+    start = time.perf_counter()
+    subprocess.run(
+        [ruff, "check", "--select", "PLR1714", "--no-cache", "--fix", "--quiet", "."],
+        cwd=tree,
+        capture_output=True,
+        check=False,
+    )
+    return time.perf_counter() - start
 
 
 def main() -> None:
@@ -104,14 +120,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
         for style in ("minimal", "helper"):
-            cold, warm = [], []
+            cold, warm, peer = [], [], []
             table: dict[str, list[float]] = {}
-            for _ in range(args.repeat):
+            for _ in range(args.repeat):  # driftcheck and ruff alternate, each on a fresh copy
                 cold.append(
                     timed_cli(
                         fresh_copy(release, work), "--no-cache", "--fix", "--fix-style", style
                     )
                 )
+                peer.append(timed_ruff(fresh_copy(release, work)))
                 tree = fresh_copy(release, work)
                 timed_cli(tree)
                 warm.append(timed_cli(tree, "--fix", "--fix-style", style))
@@ -119,6 +136,9 @@ def main() -> None:
                     table.setdefault(key, []).append(value)
             print(f"sglang {args.version}, --fix-style {style}, {args.repeat} runs")
             print(f"  cli --no-cache --fix : {summary(cold)}")
+            print(f"  ruff PLR1714 --fix   : {summary(peer)}")
+            ratios = [a / b for a, b in zip(cold, peer, strict=True)]
+            print(f"  paired ratio         : median {statistics.median(ratios):.2f}x")
             print(f"  cli cached --fix     : {summary(warm)}")
             for key in ("check", "attach", "apply", "diff"):
                 print(f"  in-process {key:<9} : {summary(table[key])}")
