@@ -7,10 +7,12 @@ at or above ``--fail-on`` remain, 2 bad usage, unreadable configuration or unpar
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -98,6 +100,28 @@ def _exit_code(result: CheckResult, findings: list[Finding], fail_on: str) -> in
     return 1 if any(SEVERITY_RANK[f.severity] >= threshold for f in findings) else 0
 
 
+def _recorded(run: Callable[..., int]) -> Callable[..., None]:
+    """The check command around ``run`` (which returns the exit code): a read-only check
+    started at the ``driftcheck`` entry point records what it printed and read, so that the
+    same invocation can be answered from the record while nothing changed
+    (:mod:`driftcheck.replay`)."""
+
+    @functools.wraps(run)
+    def command(**options: Any) -> None:
+        global _RECORDER
+        launched = replay.launched_argv()
+        writes = ("no_cache", "fix", "diff", "write_baseline_path", "create_helper")
+        if launched is not None and not any(options[name] for name in writes):
+            _RECORDER = replay.Recorder(launched)
+        code = run(**options)
+        if _RECORDER is not None:
+            _RECORDER.save(code)
+            _RECORDER = None
+        sys.exit(code)
+
+    return command
+
+
 @main.command("check")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option(
@@ -154,6 +178,7 @@ def _exit_code(result: CheckResult, findings: list[Finding], fail_on: str) -> in
     help="With --fix/--diff and --fix-style helper: write the helper an inferred family "
     "lacks (beside the enum) and make its copies call it.",
 )
+@_recorded
 def check_command(
     paths: tuple[Path, ...],
     output_format: str,
@@ -172,46 +197,8 @@ def check_command(
     diff: bool,
     fix_style: str | None,
     create_helper: bool,
-) -> None:
-    """Check PATHS (default: the current directory) for drifting backend enumerations."""
-    global _RECORDER
-    launched = replay.launched_argv()
-    if launched is not None and not (
-        no_cache or fix or diff or write_baseline_path or create_helper
-    ):
-        _RECORDER = replay.Recorder(launched)
-    code = _run_check(
-        paths, output_format, select, ignore, extend_select, config_path, baseline_path,
-        write_baseline_path, no_cache, jobs, quiet, color, fail_on, fix, diff, fix_style,
-        create_helper,
-    )  # fmt: skip
-    if _RECORDER is not None:
-        _RECORDER.save(code)
-        _RECORDER = None
-    sys.exit(code)
-
-
-def _run_check(
-    paths: tuple[Path, ...],
-    output_format: str,
-    select: str | None,
-    ignore: str | None,
-    extend_select: str | None,
-    config_path: Path | None,
-    baseline_path: Path | None,
-    write_baseline_path: Path | None,
-    no_cache: bool,
-    jobs: int | None,
-    quiet: bool,
-    color: str,
-    fail_on: str,
-    fix: bool,
-    diff: bool,
-    fix_style: str | None,
-    create_helper: bool,
 ) -> int:
-    """The check command's work; returns its exit code (everything it prints goes through
-    :func:`_echo`, so a read-only run can be recorded and repeated)."""
+    """Check PATHS (default: the current directory) for drifting backend enumerations."""
     baseline = None
     if baseline_path is not None:
         try:

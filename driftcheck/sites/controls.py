@@ -28,6 +28,7 @@ import re
 from collections.abc import Callable, Iterator
 
 from .names import terminal_name
+from .receivers import child_statements
 
 DEPTH = 3
 MAX_CALLS = 24
@@ -176,13 +177,7 @@ class Controls:
                     stmt if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
                 )
                 inner_cls = stmt if isinstance(stmt, ast.ClassDef) else cls
-                children: list[ast.stmt] = []
-                for name in ("body", "orelse", "finalbody"):
-                    children.extend(c for c in getattr(stmt, name, []) if isinstance(c, ast.stmt))
-                for handler in getattr(stmt, "handlers", []):
-                    children.extend(handler.body)
-                for case in getattr(stmt, "cases", []):
-                    children.extend(case.body)
+                children = child_statements(stmt)
                 stack.extend((c, inner_function, inner_cls) for c in reversed(children))
             self._statements = found
         return self._statements

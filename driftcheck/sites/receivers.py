@@ -129,6 +129,18 @@ class ReceiverScope:
         return False
 
 
+def child_statements(stmt: ast.stmt) -> list[ast.stmt]:
+    """The statements of ``stmt``'s own blocks (body, else, finally, handlers, cases)."""
+    children: list[ast.stmt] = []
+    for name in ("body", "orelse", "finalbody"):
+        children.extend(c for c in getattr(stmt, name, []) if isinstance(c, ast.stmt))
+    for handler in getattr(stmt, "handlers", []):
+        children.extend(handler.body)
+    for case in getattr(stmt, "cases", []):
+        children.extend(case.body)
+    return children
+
+
 def statements(body: list[ast.stmt], nested: bool = False) -> Iterator[ast.stmt]:
     """Every statement of ``body`` and of the blocks in it (``if``/``for``/``try``/...), in
     order; functions and classes defined in it too when ``nested``. Assignments are always
@@ -139,14 +151,7 @@ def statements(body: list[ast.stmt], nested: bool = False) -> Iterator[ast.stmt]
         yield stmt
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not nested:
             continue
-        children: list[ast.stmt] = []
-        for name in ("body", "orelse", "finalbody"):
-            children.extend(c for c in getattr(stmt, name, []) if isinstance(c, ast.stmt))
-        for handler in getattr(stmt, "handlers", []):
-            children.extend(handler.body)
-        for case in getattr(stmt, "cases", []):
-            children.extend(case.body)
-        stack.extend(reversed(children))
+        stack.extend(reversed(child_statements(stmt)))
 
 
 def collect_aliases(body: list[ast.stmt], scope: ReceiverScope) -> set[str]:
