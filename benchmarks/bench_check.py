@@ -36,6 +36,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from driftcheck.corpus import fetch_release
 
@@ -71,12 +72,19 @@ def _tree_pss_kb(pid: int) -> int:
     return sum(_pss_kb(p) for p in pids)
 
 
-def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
-    """(wall seconds, peak MB of the process tree) of one run; output is discarded."""
+def run_sampled(
+    cmd: list[str], cwd: Path, env: dict[str, str], stdout: Any = None, stderr: Any = None
+) -> tuple[float, float, int]:
+    """(wall seconds, peak MB of the process tree, exit code) of one run; output is discarded
+    unless ``stdout``/``stderr`` files are given."""
     peak = 0
     start = time.perf_counter()
     proc = subprocess.Popen(
-        cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        cmd,
+        cwd=cwd,
+        env=env,
+        stdout=stdout or subprocess.DEVNULL,
+        stderr=stderr or subprocess.DEVNULL,
     )
     done = threading.Event()
 
@@ -88,11 +96,17 @@ def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    proc.wait()
+    code = proc.wait()
     wall = time.perf_counter() - start
     done.set()
     sampler.join()
-    return wall, peak / 1024
+    return wall, peak / 1024, code
+
+
+def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+    """(wall seconds, peak MB of the process tree) of one run; output is discarded."""
+    wall, peak, _ = run_sampled(cmd, cwd, env)
+    return wall, peak
 
 
 def paired(

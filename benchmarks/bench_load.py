@@ -36,7 +36,7 @@ from pathlib import Path
 from driftcheck.corpus import fetch_release
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_check import timed  # the same /proc sampling as bench_check.py
+from bench_check import run_sampled  # the same /proc sampling as bench_check.py
 
 DRIFTCHECK = str(Path(sys.executable).with_name("driftcheck"))
 HELPER = "sglang.srt.layers.moe.utils:is_deepep_class_backend"
@@ -71,7 +71,7 @@ MODES = {
 def measured(args: list[str], cwd: Path, env: dict[str, str]) -> Run:
     """Run ``driftcheck ARGS`` in ``cwd`` and sample its process tree's resident memory."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        wall, peak_mb, code = timed([DRIFTCHECK, *args], cwd, env, out, err)
+        wall, peak_mb, code = run_sampled([DRIFTCHECK, *args], cwd, env, out, err)
         out.seek(0)
         err.seek(0)
         return Run(wall, peak_mb, code, out.read().decode(), err.read().decode())
