@@ -8,6 +8,7 @@ at or above ``--fail-on`` remain, 2 bad usage, unreadable configuration or unpar
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import sys
 from collections.abc import Callable
@@ -33,14 +34,28 @@ FORMATS = ["text", "json", "sarif", "github"]
 
 
 class DefaultGroup(click.Group):
-    """A group whose unknown first argument means ``check`` (so ``driftcheck PATH`` works)."""
+    """A group whose unknown first argument means ``check`` (so ``driftcheck PATH`` works).
+    The verifier's commands are imported when named (a check does not pay for them)."""
+
+    LAZY = {
+        "verify": "driftcheck.verify_cli:verify_command",
+        "gen-test": "driftcheck.verify_cli:gen_test_command",
+    }
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not args or (
-            args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")
-        ):
+        known = (*self.commands, *self.LAZY, "--help", "-h", "--version")
+        if not args or args[0] not in known:
             args = ["check", *args]
         return super().parse_args(ctx, args)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.LAZY})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.LAZY and name not in self.commands:
+            module, _, attribute = self.LAZY[name].partition(":")
+            self.add_command(getattr(importlib.import_module(module), attribute), name)
+        return super().get_command(ctx, name)
 
 
 @click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -364,11 +379,6 @@ def discover_command(paths: tuple[Path, ...], config_path: Path | None) -> None:
         click.echo(format_problem(problem, False, result.project.show(problem.path)), err=True)
     sys.exit(2 if result.problems else 0)
 
-
-from .verify_cli import gen_test_command, verify_command  # noqa: E402
-
-main.add_command(verify_command)
-main.add_command(gen_test_command)
 
 if __name__ == "__main__":  # pragma: no cover
     main()
