@@ -60,7 +60,8 @@ class PartialModule:
 
     def _whole(self) -> None:
         self._partial_classes = {}
-        self.tree = ast.parse(self.source, filename=self.path)
+        # the same module object: the site finder and its questions hold it
+        self.tree.body = ast.parse(self.source, filename=self.path).body
         self._pieces = [(1, max(1, self.source.count("\n") + 1), False)]
         self._parsed = {0}
         self._bodies = {0: self.tree.body}

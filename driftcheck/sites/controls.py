@@ -157,22 +157,30 @@ class Controls:
         self.tree = tree
         self.lines = lines
         self.grow = grow
-        self._statements: list[_Statement] | None = None
+        self._statements: list[_Statement] | None = None  # None: the tree grew since
+        self._indexed: list[_Statement] = []
         self._by_node: dict[int, _Statement] = {}
         self._text: bytes | None = None  # the lines joined, and where each starts
         self._starts: list[int] = []
 
     def _index(self) -> list[_Statement]:
+        """Every statement of the tree with its function and class. After the tree grew only
+        what is new is indexed: a statement indexed before keeps its entry, and its subtree is
+        not walked again (but a class's is: a partly parsed class gains methods)."""
         if self._statements is None:
-            found: list[_Statement] = []
+            found = self._indexed
             stack: list[tuple[ast.stmt, Function | None, ast.ClassDef | None]] = [
                 (s, None, None) for s in reversed(self.tree.body)
             ]
             while stack:
                 stmt, function, cls = stack.pop()
-                entry = _Statement(stmt, function, cls)
-                found.append(entry)
-                self._by_node[id(stmt)] = entry
+                known = id(stmt) in self._by_node
+                if not known:
+                    entry = _Statement(stmt, function, cls)
+                    found.append(entry)
+                    self._by_node[id(stmt)] = entry
+                elif not isinstance(stmt, ast.ClassDef):
+                    continue
                 inner_function = (
                     stmt if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
                 )
@@ -239,7 +247,7 @@ class Controls:
         if not lines:
             return []
         if self.grow is not None and self.grow(set(lines)):
-            self._statements, self._by_node = None, {}
+            self._statements = None
         found = []
         for entry in self._index():
             position = bisect.bisect_left(lines, entry.node.lineno)
