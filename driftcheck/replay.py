@@ -5,8 +5,9 @@ terminal (whether stdout and stderr are terminals, ``NO_COLOR``), driftcheck's o
 the files the run read or looked for. After a read-only check (no ``--fix``, ``--diff``,
 ``--write-baseline``, ``--no-cache``), :class:`Recorder` keeps what it wrote and a stamp of
 every input: each walked file, each directory walked (a file added or removed there changes
-its mtime), the configuration files and their directories up to the filesystem root, and
-driftcheck's own source files. The next identical invocation checks those stamps (a few
+its mtime), every place from the working directory and the project up to the filesystem root
+where a configuration, a repository marker, a package or the canonical module could appear
+(present or not), the baseline, and driftcheck's own source files. The next identical invocation checks those stamps (a few
 thousand ``stat`` calls, no parsing, no import of the engine) and, when all match, writes the
 same bytes and exits with the same code. Any difference, or a damaged record, runs the check.
 
@@ -30,7 +31,8 @@ KEEP = 64
 # granularity would leave its stamp as it was (``$DRIFTCHECK_RACY_MS`` overrides, for tests)
 RACY_NS = 2_000_000_000
 WRITES = ("--fix", "--diff", "--write-baseline", "--create-helper", "--no-cache")
-COMMANDS = ("verify", "gen-test", "discover", "explain", "--help", "-h", "--version")
+OTHER_COMMANDS = ("verify", "gen-test", "discover", "explain")
+INFORMATION = ("--help", "-h", "--version")
 ENVIRONMENT = ("NO_COLOR", "FORCE_COLOR", "DRIFTCHECK_CACHE_DIR", "TERM")
 PACKAGE = Path(__file__).resolve().parent
 
@@ -69,9 +71,9 @@ def runs_dir() -> Path:
 
 def eligible(argv: list[str]) -> bool:
     """Whether an invocation is a read-only check that a record may answer."""
-    if argv and argv[0] in COMMANDS[:4]:
+    if argv and argv[0] in OTHER_COMMANDS:
         return False
-    return not any(a in COMMANDS[4:] or a.split("=")[0] in WRITES for a in argv)
+    return not any(a in INFORMATION or a.split("=")[0] in WRITES for a in argv)
 
 
 def _key(argv: list[str]) -> str:
@@ -82,6 +84,7 @@ def _key(argv: list[str]) -> str:
         f"tty={sys.stdout.isatty()},{sys.stderr.isatty()}",
         *(f"{name}={os.environ.get(name, '')}" for name in ENVIRONMENT),
         sys.executable,
+        str(PACKAGE),  # another driftcheck (another install, PYTHONPATH) has its own records
     ]
     return hashlib.blake2b("\0".join(parts).encode(), digest_size=16).hexdigest()
 
