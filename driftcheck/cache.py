@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from . import __version__
+from .replay import stamp_of
 from .scan import FileScan
 
 CACHE_DIR_NAME = ".driftcheck_cache"
@@ -68,8 +69,8 @@ class Stamp(NamedTuple):
 
     @staticmethod
     def of(stat: os.stat_result) -> Stamp:
-        """The stamp of ``stat``."""
-        return Stamp(stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
+        """The stamp of ``stat`` (the same fields, in order, as a run record's)."""
+        return Stamp(*stamp_of(stat))
 
 
 def _stamp_text(stamp: Stamp) -> str:

@@ -30,6 +30,7 @@ from .liveness import AttributeReads
 from .model import Finding, Problem, Universe
 from .prefilter import build_prefilter
 from .project import Project, discover_project
+from .replay import stamp_or_none
 from .scan import FileScan, ScanSpec, decode_source, scan_path
 from .selection import SelectionError, selected_codes
 from .universe import Loaded, LoadedUniverse, UniverseError, load_universes
@@ -166,7 +167,7 @@ def check(
         return result
     result.warnings.extend(every.warnings)
     if result.inputs is not None:
-        result.inputs.update((str(f), _stamp_or_none(f)) for f in every.files)
+        result.inputs.update((str(f), stamp_or_none(f)) for f in every.files)
     loaded = every.primary
     assert loaded is not None
     result.universe, result.loaded, result.every = loaded.universe, loaded, every
@@ -324,13 +325,6 @@ def _check_files(
     result.findings = sorted(findings, key=lambda f: (f.path, f.span.line, f.span.col, f.code))
     result.problems.sort(key=lambda p: (p.path, p.line or 0))
     return result
-
-
-def _stamp_or_none(path: Path) -> tuple[int, int, int, int] | None:
-    try:
-        return tuple(Stamp.of(os.stat(path)))  # type: ignore[return-value]
-    except OSError:
-        return None
 
 
 def _text_or_none(path: Path) -> str | None:

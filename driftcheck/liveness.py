@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 
+from .linesearch import at_line_starts
 from .model import Site
 
 CLASS_HEADER = re.compile(r"^class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?[ \t]*:", re.MULTILINE)
@@ -36,7 +37,7 @@ CHAINED = r"(?:\.(?!\w*(?:config|args)\b)\w+)*"  # self.mlp.top_k, not self.conf
 def class_headers(source: str) -> list[tuple[str, tuple[str, ...]]]:
     """The module's top-level classes and the names of their bases (``(name, (base, ...))``)."""
     headers = []
-    for match in _top_level_classes(source):
+    for match in at_line_starts(source, "class", CLASS_HEADER, column_zero=True):
         bases = tuple(
             b.strip().split(".")[-1].split("[")[0]
             for b in (match.group(2) or "").split(",")
@@ -44,19 +45,6 @@ def class_headers(source: str) -> list[tuple[str, tuple[str, ...]]]:
         )
         headers.append((match.group(1), bases))
     return headers
-
-
-def _top_level_classes(source: str) -> Iterator[re.Match[str]]:
-    """:data:`CLASS_HEADER` matched at each line starting with ``class`` (a search for the
-    word, then the expression at the line start: several times cheaper than scanning every
-    line with ``^``)."""
-    position = 0 if source.startswith("class") else source.find("\nclass")
-    while position != -1:
-        start = position if position == 0 and source.startswith("class") else position + 1
-        match = CLASS_HEADER.match(source, start)
-        if match is not None:
-            yield match
-        position = source.find("\nclass", start)
 
 
 def only_sets(site: Site) -> list[str]:
@@ -139,7 +127,7 @@ class AttributeReads:
         text = self._texts[path]
         if text is None:
             return True  # cannot tell: alive
-        for match in _top_level_classes(text):
+        for match in at_line_starts(text, "class", CLASS_HEADER, column_zero=True):
             if match.group(1) == name and pattern.search(
                 text, match.end(), _class_end(text, match.end())
             ):

@@ -12,10 +12,10 @@ import hashlib
 import re
 import sys
 import tokenize
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .linesearch import at_line_starts
 from .liveness import class_headers, local_unread
 from .model import Problem, Site, Universe
 from .partial import parse_for_sites
@@ -215,38 +215,20 @@ def model_facts(
     can reuse, and keeping every import of every model file would dominate the cache.
     """
     entries: list[str] = []
-    for match in _at_line_starts(data, marker.encode(), marker_pattern(marker), column_zero=True):
+    for match in at_line_starts(data, marker.encode(), marker_pattern(marker), column_zero=True):
         entries.extend(name.decode() for name in re.findall(rb"[A-Za-z_]\w*", match.group(1)))
     parts = rel.split("/")[:-1]
     if parts and parts[0] in ("python", "src"):
         parts = parts[1:]
     package = ".".join(parts)
     imports = set()
-    for match in _at_line_starts(data, b"import", package_imports(package)):
+    for match in at_line_starts(data, b"import", package_imports(package)):
         module = (match.group(1) or match.group(2)).decode()
         if module.startswith("."):
             module = package + "." + module.lstrip(".") if package else module.lstrip(".")
         if package and module.startswith(package + "."):
             imports.add(module)
     return entries, sorted(imports)
-
-
-def _at_line_starts(
-    data: bytes, needle: bytes, pattern: re.Pattern[bytes], column_zero: bool = False
-) -> Iterator[re.Match[bytes]]:
-    """``pattern`` matched at the start of each line holding ``needle`` (at column 0 when
-    ``column_zero``): the same matches as ``pattern.finditer`` with ``^`` in multiline mode,
-    found by a byte search (several times cheaper than the regex scanning every line)."""
-    seen = -1
-    position = data.find(needle)
-    while position != -1:
-        start = data.rfind(b"\n", 0, position) + 1
-        if start != seen and (not column_zero or start == position):
-            seen = start
-            match = pattern.match(data, start)
-            if match is not None:
-                yield match
-        position = data.find(needle, position + 1)
 
 
 def registrations(tree: ast.Module, register_calls: tuple[str, ...]) -> list[str]:
