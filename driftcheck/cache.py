@@ -188,9 +188,15 @@ class ScanCache:
                 data = json.dumps(scan.to_dict(), separators=(",", ":"))
                 self.entries[rel] = [*stamp, data, self._signed(stamp, data)]
             return
+        self.put_empty(rel, stamp)
+
+    def put_empty(self, rel: str, stamp: Stamp) -> None:
+        """Remember that ``rel`` contributes nothing."""
+        self.dirty = True
+        directory, _, name = rel.rpartition("/")
         self.entries.pop(rel, None)
         text = _stamp_text(stamp)
-        changes[name] = f"{text}\t{self._signed_empty(rel, text)}"
+        self.changed.setdefault(directory, {})[name] = f"{text}\t{self._signed_empty(rel, text)}"
 
     def _merged_empty(self) -> dict[str, str]:
         merged = dict(self.empty)

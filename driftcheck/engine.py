@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gc
 import itertools
-import multiprocessing
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -34,8 +33,10 @@ from .replay import stamp_or_none
 from .scan import FileScan, ScanSpec, decode_source, scan_path
 from .selection import SelectionError, selected_codes
 from .universe import Loaded, LoadedUniverse, UniverseError, load_universes
+from .workshare import Shared
 
 PARALLEL_THRESHOLD = 256
+CHUNK = 32  # files a worker takes at a time
 GC_YOUNG_THRESHOLD = 50_000  # allocations between collections of the young generation
 
 
@@ -188,7 +189,7 @@ def check(
         cache = ScanCache(
             ScanCache.location(project.root), fingerprint + "|" + project.config.digest()
         )
-    with Scanner(spec, jobs, cold=cache is None or not cache.file.exists()) as scanner:
+    with Scanner(spec, jobs) as scanner:
         return _check_files(result, targets, scanner, cache, codes, baseline)
 
 
@@ -251,7 +252,7 @@ def _check_files(
         walked = itertools.chain(sorted(requested_files.items(), key=lambda i: i[1]), context)
     if cache is not None:
         cache.load()
-    pending: list[tuple[str, str]] = []
+    pending: list[tuple[str, str, int]] = []
     stats: dict[str, Stamp] = {}
     walked_count = 0
     unreadable: set[str] = set()
@@ -277,13 +278,15 @@ def _check_files(
         if cached is not None:
             result.scans[rel] = cached  # type: ignore[assignment]
         else:
-            pending.append((text, rel))
-            if len(pending) == PARALLEL_THRESHOLD:
-                scanner.start_early()
+            pending.append((text, rel, stat.size))
             if cache is not None:
                 stats[rel] = stat
     del walked
     for scan in scanner.scan(pending):
+        if isinstance(scan, str):
+            if cache is not None:
+                cache.put_empty(scan, stats.pop(scan))
+            continue
         if cache is not None:
             cache.put(scan.path, stats.pop(scan.path), scan)
         if scan.is_empty():
@@ -384,39 +387,44 @@ def _infer_missing_families(result: CheckResult) -> None:
 
 
 class Scanner:
-    """Scans files serially or in a process pool. On a cold run the pool starts as soon as enough
-    files are pending (:meth:`start_early`), before per-file state grows, so forked workers
-    inherit little."""
+    """Scans files serially, or shared with forked helpers (a process pool where the
+    platform cannot fork)."""
 
-    def __init__(self, spec: ScanSpec, jobs: int | None, *, cold: bool) -> None:
+    def __init__(self, spec: ScanSpec, jobs: int | None) -> None:
         self.spec = spec
         self.workers = jobs or default_jobs()
-        self.cold = cold
         self.pool: Any = None
 
-    def start_early(self) -> None:
-        """Start the pool now, while little per-file state exists, when this run will need it."""
-        if self.cold and self.workers > 1 and self.pool is None:
-            self.pool = self._start(self.workers)
+    def _start(self, workers: int) -> Any:  # pragma: no cover - platforms without fork
+        import multiprocessing
 
-    def _start(self, workers: int) -> Any:
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         context = multiprocessing.get_context(method)
         return context.Pool(workers, initializer=_init_worker, initargs=(self.spec,))
 
-    def scan(self, pending: list[tuple[str, str]]) -> Iterator[FileScan]:
-        """Scan results as they come (in no particular order)."""
+    def scan(self, pending: list[tuple[str, str, int]]) -> Iterator[FileScan | str]:
+        """Scan results as they come (in no particular order): a file's scan, or just its
+        path when it contributes nothing. ``pending`` holds (path, relative path, size)."""
         workers = min(self.workers, max(1, len(pending) // 64))
         if workers <= 1 or len(pending) < PARALLEL_THRESHOLD:
-            for path, rel in pending:
-                yield scan_path(path, rel, self.spec)
+            for path, rel, size in pending:
+                yield scan_path(path, rel, self.spec, size)
             return
-        if self.pool is None:
-            self.pool = self._start(workers)
         # large files first so workers finish together
-        ordered = sorted(pending, key=lambda item: -_size(item[0]))
-        for result in self.pool.imap_unordered(_scan_worker, ordered, chunksize=32):
-            yield FileScan(path=result, digest="") if isinstance(result, str) else result
+        ordered = sorted(pending, key=lambda item: -item[2])
+        if hasattr(os, "fork"):
+            chunks = [ordered[i : i + CHUNK] for i in range(0, len(ordered), CHUNK)]
+            shared = Shared(chunks, self._scan_item, _contributes, workers - 1)
+            for (_, rel, _), scan in shared.results():
+                yield rel if scan is None or scan.is_empty() else scan
+            return
+        if self.pool is None:  # pragma: no cover - platforms without fork
+            self.pool = self._start(workers)
+        items = [(path, rel) for path, rel, _ in ordered]
+        yield from self.pool.imap_unordered(_scan_worker, items, chunksize=CHUNK)
+
+    def _scan_item(self, item: tuple[str, str, int]) -> FileScan:
+        return scan_path(*item[:2], self.spec, item[2])
 
     def __enter__(self) -> Scanner:
         # Scanning allocates many short-lived AST objects and few cycles: collect the young
@@ -435,8 +443,5 @@ class Scanner:
         gc.unfreeze()
 
 
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
+def _contributes(scan: FileScan) -> bool:
+    return not scan.is_empty()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import bisect
 import functools
+import itertools
 import re
 
 DEFINITION = re.compile(r"^(?:@|def\b|async\s+def\b|class\b)", re.MULTILINE)
@@ -218,17 +219,12 @@ class PartialModule:
             wanted = [r for r in skipped if any(r[0] <= line <= r[1] for line in lines)]
             if not wanted:
                 continue
-            first, last, _ = self._pieces[index]
             others = [r for r in skipped if r not in wanted]
-            piece = ast.parse(
-                "\n" * (first - 1) + self._text(first, last, others), filename=self.path
-            )
-            fresh = piece.body[-1]
-            assert isinstance(fresh, ast.ClassDef)
+            fresh = self._methods(wanted) or self._reparsed_class(index, others)
             known = {(s.lineno, s.col_offset) for s in cls.body}
             added = [
                 s
-                for s in fresh.body
+                for s in fresh
                 if (s.lineno, s.col_offset) not in known
                 and any(low <= s.lineno <= high for low, high in wanted)
             ]
@@ -236,6 +232,28 @@ class PartialModule:
             skipped[:] = others
             grown = True
         return grown
+
+    def _methods(self, ranges: list[tuple[int, int]]) -> list[ast.stmt] | None:
+        """The statements of the method line ``ranges`` (sorted, of one class), parsed on
+        their own in a stand-in class on the line before the first: the rest of the class
+        is not parsed again. None when they do not parse so."""
+        first, last = ranges[0][0], ranges[-1][1]
+        gaps = [(a[1] + 1, b[0] - 1) for a, b in itertools.pairwise(ranges) if a[1] + 1 < b[0]]
+        text = "\n" * (first - 2) + "class _:\n" + self._text(first, last, gaps)
+        try:
+            piece = ast.parse(text, filename=self.path)
+        except SyntaxError:
+            return None
+        stand_in = piece.body[-1] if piece.body else None
+        return stand_in.body if isinstance(stand_in, ast.ClassDef) else None
+
+    def _reparsed_class(self, index: int, skipped: list[tuple[int, int]]) -> list[ast.stmt]:
+        """The body of class piece ``index`` parsed again, the ``skipped`` ranges blank."""
+        first, last, _ = self._pieces[index]
+        piece = ast.parse("\n" * (first - 1) + self._text(first, last, skipped), filename=self.path)
+        fresh = piece.body[-1]
+        assert isinstance(fresh, ast.ClassDef)
+        return fresh.body
 
 
 CLASS_LINE = re.compile(r"^class\b", re.MULTILINE)

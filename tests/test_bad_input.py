@@ -337,16 +337,16 @@ def test_unreadable_file_is_reported(
 def test_unreadable_file_is_reported_when_open_is_refused(
     runner: CliRunner, sglang_like: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """What ``chmod 000`` does for a non-root user, simulated at ``open``."""
+    """What ``chmod 000`` does for a non-root user, simulated at ``os.open``."""
     path = with_bad_file(sglang_like, IMPORT + SITE)
-    real_open = open
+    real_open = os.open
 
     def refusing_open(file, *args, **kwargs):
         if str(file) == str(path):
             raise PermissionError(13, "Permission denied", str(file))
         return real_open(file, *args, **kwargs)
 
-    monkeypatch.setattr("driftcheck.scan.open", refusing_open, raising=False)
+    monkeypatch.setattr(os, "open", refusing_open)
     result = run(runner, sglang_like, "--no-cache", "--jobs", "1")
     assert_problem_and_others_checked(result, f"{BAD}: error: cannot read file: Permission denied")
 

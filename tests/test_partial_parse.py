@@ -105,6 +105,19 @@ def test_asking_for_a_line_parses_its_method_into_the_class() -> None:
     assert cls.body[1].lineno == 12
 
 
+def test_methods_parsed_when_asked_are_those_of_the_whole_parse() -> None:
+    """Asked-for methods are parsed on their own, not with the rest of their class again;
+    their trees (lines and columns included) are the whole file's."""
+    module = parse_for_sites(MODEL, "block_like.py", HOT)
+    assert module.parse_lines({13, 20})
+    [cls] = [s for s in module.tree.body if isinstance(s, ast.ClassDef)]
+    [whole] = [s for s in ast.parse(MODEL).body if isinstance(s, ast.ClassDef)]
+    wanted = [m for m in whole.body if m.name in ("__init__", "forward", "forward_normal")]
+    assert [ast.dump(m, include_attributes=True) for m in cls.body] == [
+        ast.dump(m, include_attributes=True) for m in wanted
+    ]
+
+
 def test_a_definition_inside_a_string_at_column_zero_makes_the_whole_file_parsed() -> None:
     """The cut would fall inside the string; the pieces do not parse, so the file is parsed
     whole (the answer never depends on the shortcut)."""

@@ -1,0 +1,145 @@
+"""Share a list of work between this process and forked helpers.
+
+Every process, this one included, takes the next chunk from one counter in shared memory
+until none is left, so the process that reports the results scans too, and the chunks stay
+balanced however unevenly their cost falls. The helpers inherit the items through ``fork``:
+nothing is sent to them. Each sends back, once, the results worth sending, by position in
+its chunks; the rest are reported as ``None``. A chunk a helper claimed but never reported
+(it crashed, or was killed) is worked here, so every item gets its result.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import pickle
+import signal
+from collections.abc import Callable, Iterator, Sequence
+from typing import Generic, TypeVar
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+_COUNTER = 8  # bytes
+
+
+class _Claims:
+    """The index of the next unclaimed chunk, shared by forked processes: a counter in
+    anonymous shared memory, guarded by a pipe that holds one byte while it is free."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.memory = mmap.mmap(-1, _COUNTER)
+        self.lock_read, self.lock_write = os.pipe()
+        os.write(self.lock_write, b"\0")
+
+    def next(self) -> int | None:
+        """Claim the next chunk (None once every chunk is claimed)."""
+        os.read(self.lock_read, 1)
+        try:
+            index = int.from_bytes(self.memory[:_COUNTER], "little")
+            if index < self.total:
+                self.memory[:_COUNTER] = (index + 1).to_bytes(_COUNTER, "little")
+        finally:
+            os.write(self.lock_write, b"\0")
+        return index if index < self.total else None
+
+    def close(self) -> None:
+        """Release the pipe and the shared page."""
+        os.close(self.lock_read)
+        os.close(self.lock_write)
+        self.memory.close()
+
+
+class Shared(Generic[Item, Result]):
+    """``work`` applied to every item of ``chunks`` by this process and ``helpers`` forked
+    ones; a helper sends back only the results ``worth_sending`` accepts."""
+
+    def __init__(
+        self,
+        chunks: Sequence[Sequence[Item]],
+        work: Callable[[Item], Result],
+        worth_sending: Callable[[Result], bool],
+        helpers: int,
+    ) -> None:
+        self.chunks = chunks
+        self.work = work
+        self.worth_sending = worth_sending
+        self.helpers = helpers
+
+    def results(self) -> Iterator[tuple[Item, Result | None]]:
+        """``(item, result)`` for every item, in no particular order; ``None`` for a helper's
+        result that was not worth sending."""
+        claims = _Claims(len(self.chunks))
+        children: dict[int, int] = {}  # pid -> the read end of its report
+        try:
+            for _ in range(self.helpers):
+                read, write = os.pipe()
+                pid = os.fork()
+                if pid == 0:  # pragma: no cover - the helper; its coverage is not collected
+                    os.close(read)
+                    self._help(claims, write)
+                os.close(write)
+                children[pid] = read
+            mine: set[int] = set()
+            while (index := claims.next()) is not None:
+                mine.add(index)
+                yield from ((item, self.work(item)) for item in self.chunks[index])
+            reported: set[int] = set()
+            for pid in list(children):
+                for index, kept in self._report(pid, children.pop(pid)):
+                    reported.add(index)
+                    for position, item in enumerate(self.chunks[index]):
+                        yield item, kept.get(position)
+            for index, chunk in enumerate(self.chunks):
+                if index not in mine and index not in reported:
+                    yield from ((item, self.work(item)) for item in chunk)
+        finally:
+            for pid, read in children.items():
+                os.close(read)
+                _stop(pid)
+            claims.close()
+
+    def _help(self, claims: _Claims, write: int) -> None:  # pragma: no cover - in a helper
+        """A helper's life: work the chunks it claims, report once, exit (never returns;
+        an error or an interrupt leaves its chunks unreported, to be worked by the parent)."""
+        code = 1
+        try:
+            done: list[tuple[int, dict[int, Result]]] = []
+            while (index := claims.next()) is not None:
+                kept = {}
+                for position, item in enumerate(self.chunks[index]):
+                    result = self.work(item)
+                    if self.worth_sending(result):
+                        kept[position] = result
+                done.append((index, kept))
+            payload = memoryview(pickle.dumps(done, pickle.HIGHEST_PROTOCOL))
+            while payload:
+                payload = payload[os.write(write, payload) :]
+            code = 0
+        finally:
+            os._exit(code)
+
+    @staticmethod
+    def _report(pid: int, read: int) -> list[tuple[int, dict[int, Result]]]:
+        """What helper ``pid`` reported ([] when it did not finish)."""
+        parts = []
+        while part := os.read(read, 1 << 20):
+            parts.append(part)
+        os.close(read)
+        _, status = os.waitpid(pid, 0)
+        if status != 0:
+            return []
+        try:
+            done: list[tuple[int, dict[int, Result]]] = pickle.loads(b"".join(parts))
+        except (pickle.UnpicklingError, EOFError, ValueError):
+            return []
+        return done
+
+
+def _stop(pid: int) -> None:
+    """End a helper still running (the parent is leaving early) and reap it."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
