@@ -1,8 +1,11 @@
-"""Regular expressions matched at line starts, found by a plain search first.
+"""Regular expressions anchored at line starts or word starts, found by a plain search first.
 
 ``pattern.finditer`` with ``^`` in multiline mode tries every line of a file; searching for a
 word the match must contain (``import``, ``EntryClass``, ``class``) and matching only at the
-start of the lines holding it gives the same matches several times cheaper.
+start of the lines holding it gives the same matches several times cheaper. Likewise a
+pattern that starts with ``\b`` is tried at every position, while one that starts with a
+literal is searched for as a string: :func:`at_word_starts` matches the literal and checks
+the boundary itself, about ten times faster.
 """
 
 from __future__ import annotations
@@ -28,3 +31,27 @@ def at_line_starts(
             if match is not None:
                 yield match
         position = text.find(needle, position + 1)
+
+
+WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def at_word_starts(
+    text: AnyStr, pattern: re.Pattern[AnyStr], start: int = 0, end: int | None = None
+) -> Iterator[re.Match[AnyStr]]:
+    """The matches ``finditer`` gives for ``\\b`` followed by ``pattern`` (which must start
+    with a word character) in ``text[start:end]``, in order."""
+    end = len(text) if end is None else end
+    is_bytes = isinstance(text, bytes)
+    position = start
+    while (match := pattern.search(text, position, end)) is not None:
+        at = match.start()
+        if at > 0 and (
+            text[at - 1] in WORD_BYTES
+            if is_bytes
+            else (text[at - 1].isalnum() or text[at - 1] == "_")  # type: ignore[union-attr]
+        ):
+            position = at + 1  # not a word start: what \b would try next
+            continue
+        yield match
+        position = max(match.end(), at + 1)

@@ -23,10 +23,11 @@ a copy's finding is then a warning saying nothing reads it, rather than an error
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Callable, Mapping
 
-from .linesearch import at_line_starts
+from .linesearch import at_line_starts, at_word_starts
 from .model import Site
 
 CLASS_HEADER = re.compile(r"^class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?[ \t]*:", re.MULTILINE)
@@ -67,8 +68,8 @@ def local_unread(site: Site, source: str, tree: ast.Module) -> tuple[str, ...]:
     start, end = starts[cls.lineno - 1], starts[min(cls.end_lineno or cls.lineno, len(starts) - 1)]
     unread: list[str] = []
     for name in names:
-        assigned = re.compile(rf"\bself\.(_*{re.escape(name)})\b\s*(?::[^=\n]*)?=(?!=)")
-        spelled = sorted({m.group(1) for m in assigned.finditer(source, start, end)})
+        assigned = re.compile(rf"self\.(_*{re.escape(name)})\b\s*(?::[^=\n]*)?=(?!=)")
+        spelled = sorted({m.group(1) for m in at_word_starts(source, assigned, start, end)})
         if not spelled or any(_read_through_self(source, name) for name in spelled):
             return ()
         unread.extend(spelled)
@@ -162,6 +163,7 @@ def _self_reads(spelled: list[str] | tuple[str, ...], chained: str) -> re.Patter
     return re.compile(rf"\bself{chained}\.(?:{exact})\b{ASSIGNED}|{strings}")
 
 
+@functools.lru_cache(maxsize=2)  # asked once per site, of the same source
 def _line_starts(source: str) -> list[int]:
     """Offsets where lines start, counted as Python counts them (``\r\n``, ``\r``, ``\n``)."""
     return [0, *(m.end() for m in re.finditer("\r\n|\r|\n", source)), len(source)]

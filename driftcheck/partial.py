@@ -24,6 +24,8 @@ import itertools
 import re
 
 DEFINITION = re.compile(r"^(?:@|def\b|async\s+def\b|class\b)", re.MULTILINE)
+# statements that joined a module's tree, each with the class it joined (None: the module)
+Added = list[tuple[ast.stmt, ast.ClassDef | None]]
 # a line of code at column 0 that continues no definition (not a comment, a closing bracket, a
 # string's continuation or a decorator)
 TOP_LEVEL_CODE = re.compile(r"^[^\s#)\]}'\"@]", re.MULTILINE)
@@ -196,25 +198,26 @@ class PartialModule:
     def _assemble(self) -> None:
         self.tree.body = [stmt for index in sorted(self._bodies) for stmt in self._bodies[index]]
 
-    def parse_lines(self, lines: set[int] | list[int]) -> bool:
-        """Parse the pieces (and the methods of partly parsed classes) holding ``lines``;
-        True when the tree grew."""
-        grown = self._grow_classes(lines)
+    def parse_lines(self, lines: set[int] | list[int]) -> Added:
+        """Parse the pieces (and the methods of partly parsed classes) holding ``lines``; the
+        statements that joined the tree, each with the class it joined (None: the module;
+        every statement when the file had to be parsed whole). Empty when nothing grew."""
+        added = self._grow_classes(lines)
         for index, (first, last, _) in enumerate(self._pieces):
             if index in self._parsed:
                 continue
             if any(first <= line <= last for line in lines):
                 if not self._parse(index):
                     self._whole()
-                    return True
-                grown = True
-        if grown:
+                    return [(stmt, None) for stmt in self.tree.body]
+                added.extend((stmt, None) for stmt in self._bodies[index])
+        if added:
             self._assemble()
-        return grown
+        return added
 
-    def _grow_classes(self, lines: set[int] | list[int]) -> bool:
+    def _grow_classes(self, lines: set[int] | list[int]) -> Added:
         """Parse the skipped methods holding ``lines`` into their (already parsed) class."""
-        grown = False
+        grown: Added = []
         for index, (cls, skipped) in self._partial_classes.items():
             wanted = [r for r in skipped if any(r[0] <= line <= r[1] for line in lines)]
             if not wanted:
@@ -230,7 +233,7 @@ class PartialModule:
             ]
             cls.body = sorted([*cls.body, *added], key=lambda s: (s.lineno, s.col_offset))
             skipped[:] = others
-            grown = True
+            grown.extend((stmt, cls) for stmt in added)
         return grown
 
     def _methods(self, ranges: list[tuple[int, int]]) -> list[ast.stmt] | None:

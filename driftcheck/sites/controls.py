@@ -26,9 +26,14 @@ import bisect
 import itertools
 import re
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
+from ..linesearch import at_word_starts
 from .names import terminal_name
 from .receivers import child_statements
+
+if TYPE_CHECKING:
+    from ..partial import Added
 
 DEPTH = 3
 MAX_CALLS = 24
@@ -42,7 +47,6 @@ COMMON_CALLS = {
     "warning_once", "info_once", "view", "reshape", "contiguous", "size", "dim", "to",
 }  # fmt: skip
 COMMENT = re.compile(rb"#(.*)$")
-WORD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -101,12 +105,16 @@ def _calls(nodes: list[ast.AST]) -> list[str]:
 class _Statement:
     """One statement of the module, where it sits, and the last line of its own header."""
 
-    __slots__ = ("cls", "function", "header_end", "node")
+    __slots__ = ("cls", "function", "header", "header_end", "node", "parents")
 
     def __init__(self, node: ast.stmt, function: Function | None, cls: ast.ClassDef | None) -> None:
         self.node = node
         self.function = function
         self.cls = cls
+        # the expression nodes of its own header, outermost first, and each one's parent
+        # (walked when first searched)
+        self.header: list[ast.AST] = []
+        self.parents: dict[int, ast.AST] | None = None
         bodies = [
             child.lineno
             for name in ("body", "orelse", "finalbody")
@@ -153,48 +161,50 @@ class Controls:
         self,
         tree: ast.Module,
         lines: list[bytes],
-        grow: Callable[[set[int]], bool] | None = None,
+        grow: Callable[[set[int]], Added] | None = None,
     ) -> None:
         self.tree = tree
         self.lines = lines
         self.grow = grow
-        self._statements: list[_Statement] | None = None  # None: the tree grew since
+        self._statements: list[_Statement] | None = None  # None: not indexed yet
         self._indexed: list[_Statement] = []
         self._by_node: dict[int, _Statement] = {}
         self._order: dict[_Statement, int] = {}  # an entry's place in the index
         self._lines: dict[int, list[_Statement]] = {}  # line -> the entries its header holds
+        self._hit_keys: dict[tuple[int, int], list[str]] = {}  # (node id, depth) -> keys
         self._text: bytes | None = None  # the lines joined, and where each starts
         self._starts: list[int] = []
 
     def _index(self) -> list[_Statement]:
-        """Every statement of the tree with its function and class. After the tree grew only
-        what is new is indexed: a statement indexed before keeps its entry, and its subtree is
-        not walked again (but a class's is: a partly parsed class gains methods)."""
+        """Every statement of the tree with its function and class (walked on first use;
+        what the tree gains later is added by :meth:`_add`)."""
         if self._statements is None:
-            found = self._indexed
-            stack: list[tuple[ast.stmt, Function | None, ast.ClassDef | None]] = [
-                (s, None, None) for s in reversed(self.tree.body)
-            ]
-            while stack:
-                stmt, function, cls = stack.pop()
-                known = id(stmt) in self._by_node
-                if not known:
-                    entry = _Statement(stmt, function, cls)
-                    self._order[entry] = len(found)
-                    found.append(entry)
-                    self._by_node[id(stmt)] = entry
-                    for line in range(stmt.lineno, entry.header_end + 1):
-                        self._lines.setdefault(line, []).append(entry)
-                elif not isinstance(stmt, ast.ClassDef):
-                    continue
-                inner_function = (
-                    stmt if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
-                )
-                inner_cls = stmt if isinstance(stmt, ast.ClassDef) else cls
-                children = child_statements(stmt)
-                stack.extend((c, inner_function, inner_cls) for c in reversed(children))
-            self._statements = found
+            self._statements = self._indexed
+            self._add([(stmt, None) for stmt in self.tree.body])
         return self._statements
+
+    def _add(self, roots: list[tuple[ast.stmt, ast.ClassDef | None]]) -> None:
+        """Index ``roots`` (top-level statements or methods, each with its class) and every
+        statement nested in them. A statement indexed before keeps its entry."""
+        stack: list[tuple[ast.stmt, Function | None, ast.ClassDef | None]] = [
+            (stmt, None, cls) for stmt, cls in reversed(roots)
+        ]
+        while stack:
+            stmt, function, cls = stack.pop()
+            if id(stmt) in self._by_node:
+                continue
+            entry = _Statement(stmt, function, cls)
+            self._order[entry] = len(self._indexed)
+            self._indexed.append(entry)
+            self._by_node[id(stmt)] = entry
+            for line in range(stmt.lineno, entry.header_end + 1):
+                self._lines.setdefault(line, []).append(entry)
+            inner_function = (
+                stmt if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
+            )
+            inner_cls = stmt if isinstance(stmt, ast.ClassDef) else cls
+            children = child_statements(stmt)
+            stack.extend((c, inner_function, inner_cls) for c in reversed(children))
 
     def keys(
         self, node: ast.AST, stmt: ast.stmt, parents: dict[int, ast.AST], depth: int = DEPTH
@@ -241,22 +251,25 @@ class Controls:
     ) -> list[_Statement]:
         """The statements whose own header holds a line in ``[first, last]`` matching
         ``pattern`` (parsing the pieces of a partially parsed module that hold such lines).
-        With ``word``, a match counts only where a word starts (the pattern itself starts
-        with a literal, which the regex engine searches for many times faster than ``\\b``)."""
+        With ``word``, a match counts only where a word starts (:func:`at_word_starts`)."""
         if self._text is None:
             self._text = b"".join(self.lines)
             self._starts = list(itertools.accumulate((len(line) for line in self.lines), initial=0))
         text, starts = self._text, self._starts
         end = starts[min(last, len(self.lines))]
-        lines = {
-            bisect.bisect_right(starts, m.start())
-            for m in pattern.finditer(text, starts[first - 1], end)
-            if not word or m.start() == 0 or text[m.start() - 1] not in WORD
-        }
+        start = starts[first - 1]
+        matches = (
+            at_word_starts(text, pattern, start, end)
+            if word
+            else pattern.finditer(text, start, end)
+        )
+        lines = {bisect.bisect_right(starts, m.start()) for m in matches}
         if not lines:
             return []
-        if self.grow is not None and self.grow(lines):
-            self._statements = None
+        if self.grow is not None:
+            added = self.grow(lines)
+            if added and self._statements is not None:
+                self._add(added)
         self._index()
         found = {entry for line in lines for entry in self._lines.get(line, ())}
         return sorted(found, key=self._order.__getitem__)
@@ -298,14 +311,18 @@ class Controls:
 
     def _found(self, statements: list[_Statement], matches, depth: int) -> Iterator[str]:  # type: ignore[no-untyped-def]
         for found in statements:
-            parents: dict[int, ast.AST] = {}
-            hits = []
-            for node, parent in _header(found.node):
-                parents[id(node)] = parent
-                if matches(node):
-                    hits.append(node)
-            for hit in hits:
-                yield from self._keys(hit, found.node, parents, depth)
+            if found.parents is None:
+                pairs = list(_header(found.node))
+                found.parents = {id(node): parent for node, parent in pairs}
+                found.header = [node for node, _ in pairs]
+            for hit in [n for n in found.header if matches(n)]:
+                # many sites ask about the same reads (``self.x`` assigned in one place, read
+                # in many): what a node controls, to a depth, is worked out once
+                keys = self._hit_keys.get((id(hit), depth))
+                if keys is None:
+                    keys = list(self._keys(hit, found.node, found.parents, depth))
+                    self._hit_keys[(id(hit), depth)] = keys
+                yield from keys
 
     def _callers(self, func: Function, depth: int) -> Iterator[str]:
         name = func.name

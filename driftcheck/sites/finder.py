@@ -13,6 +13,7 @@ import ast
 import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from ..model import Site, Universe
 from .build import Shape, SiteBuilder, make_site
@@ -31,6 +32,9 @@ from .receivers import (
     statements,
 )
 from .terms import member_constants
+
+if TYPE_CHECKING:
+    from ..partial import Added
 
 
 @dataclass
@@ -52,7 +56,7 @@ class SiteFinder:
         tree: ast.Module,
         path: str,
         hot_lines: Sequence[int] | None = None,
-        grow: Callable[[set[int]], bool] | None = None,
+        grow: Callable[[set[int]], Added] | None = None,
     ) -> None:
         self.universes = list(universes)
         self.source = source
@@ -407,7 +411,7 @@ def find_sites(
     tree: ast.Module,
     path: str,
     hot_lines: Sequence[int] | None = None,
-    grow: Callable[[set[int]], bool] | None = None,
+    grow: Callable[[set[int]], Added] | None = None,
 ) -> list[Site]:
     """All sites in a parsed module (``hot_lines`` prunes statements without tokens; ``grow``
     parses more of a partially parsed module when a question needs it)."""

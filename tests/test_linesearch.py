@@ -1,0 +1,50 @@
+"""Anchored searches found by a plain search first (driftcheck.linesearch) give exactly the
+matches of the anchored regular expression."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from driftcheck.linesearch import at_line_starts, at_word_starts
+
+SOURCE = """\
+import os
+class Block:
+    def __init__(self):
+        myself.x: self.x = 1
+        self.x = 2
+        self.x_y = 3
+    def run(self):  # self.x =
+        return self.x
+"""
+
+
+@pytest.mark.parametrize("name", ["x", "x_y", "run", "self", "missing"])
+def test_word_starts_give_the_matches_of_a_leading_word_boundary(name: str) -> None:
+    pattern = rf"self\.({name})\b\s*(?::[^=\n]*)?="
+    expected = [m.span() for m in re.finditer(r"\b" + pattern, SOURCE)]
+    assert [m.span() for m in at_word_starts(SOURCE, re.compile(pattern))] == expected
+
+
+def test_word_starts_within_bounds_and_in_bytes() -> None:
+    data = SOURCE.encode()
+    pattern = re.compile(rb"x\b")
+    start, end = data.index(b"def __init__"), data.index(b"def run")
+    expected = [m.span() for m in re.compile(rb"\bx\b").finditer(data, start, end)]
+    assert [m.span() for m in at_word_starts(data, pattern, start, end)] == expected
+
+
+def test_a_match_hidden_inside_a_rejected_one_is_found() -> None:
+    """``myself.x: self.x =`` starts no word at ``self``; the search goes on one character
+    later, as ``\\b`` would, and finds the ``self.x`` inside it."""
+    pattern = re.compile(r"self\.(x)\b\s*(?::[^=\n]*)?=")
+    first = next(at_word_starts(SOURCE, pattern))
+    assert first.start() == SOURCE.index(": self.x") + 2
+
+
+def test_line_starts_give_the_matches_of_a_multiline_caret() -> None:
+    pattern = re.compile(r"[ \t]*def[ \t]+(\w+)")
+    expected = [m.group(1) for m in re.finditer(r"^[ \t]*def[ \t]+(\w+)", SOURCE, re.M)]
+    assert [m.group(1) for m in at_line_starts(SOURCE, "def", pattern)] == expected
