@@ -23,7 +23,7 @@ from .replay import stamp_of
 from .scan import FileScan
 
 CACHE_DIR_NAME = ".driftcheck_cache"
-FORMAT = 2
+FORMAT = 3
 # the modules and packages whose code decides what a cached scan holds
 SCANNER_CODE = (
     "model.py",
@@ -74,7 +74,8 @@ class Stamp(NamedTuple):
 
 
 def _stamp_text(stamp: Stamp) -> str:
-    return ":".join(map(str, stamp))
+    size, mtime, ctime, inode = stamp
+    return f"{size}:{mtime}:{ctime}:{inode}"
 
 
 class _Empty:
@@ -90,8 +91,8 @@ class ScanCache:
     A file that contributes something (sites, suppressions, model facts) has an entry
     ``[size, mtime_ns, ctime_ns, inode, data, checksum]`` with its scan as JSON. Files that
     contribute nothing (most of a tree) are kept per directory as one text block of
-    ``name<TAB>stamp<TAB>checksum`` lines, parsed only while the walk is in that directory, so a
-    tree of 47,000 files costs little more memory than one of 4,700.
+    ``name<TAB>stamp`` lines with one checksum, parsed only while the walk is in that
+    directory, so a tree of 47,000 files costs little more memory than one of 4,700.
     """
 
     def __init__(self, directory: Path, key: str) -> None:
@@ -117,8 +118,8 @@ class ScanCache:
     def _signed(self, stamp: Stamp | list[Any], data: str) -> str:
         return _checksum(f"{list(stamp)[:4]}|{data}", self.key)
 
-    def _signed_empty(self, rel: str, stamp: str) -> str:
-        return _checksum(f"{rel}\t{stamp}", self.key)[:12]
+    def _signed_block(self, directory: str, block: str) -> str:
+        return _checksum(f"{directory}\n{block}", self.key)
 
     def load(self) -> None:
         """Read the cache file; unreadable or tampered entries are dropped. The directory is
@@ -135,7 +136,17 @@ class ScanCache:
         entries, empty = raw.get("entries"), raw.get("empty", {})
         if not isinstance(entries, dict) or not isinstance(empty, dict):
             return
-        self.empty = {d: block for d, block in empty.items() if isinstance(block, str)}
+        for directory, signed in empty.items():
+            if (
+                isinstance(signed, list)
+                and len(signed) == 2
+                and all(isinstance(part, str) for part in signed)
+                and signed[0] == self._signed_block(directory, signed[1])
+            ):
+                self.empty[directory] = signed[1]
+            else:  # every entry of the directory's block is dropped
+                block = signed[1] if isinstance(signed, list) and len(signed) == 2 else ""
+                self.rejected += max(1, str(block).count("\n"))
         for path, entry in entries.items():
             if (
                 not isinstance(entry, list)
@@ -152,11 +163,7 @@ class ScanCache:
         if directory != self._view_dir:
             self._view_dir, self._view = directory, {}
             for line in self.empty.get(directory, "").splitlines():
-                name, _, rest = line.partition("\t")
-                stamp, _, check = rest.partition("\t")
-                if check != self._signed_empty(f"{directory}/{name}", stamp):
-                    self.rejected += 1
-                    continue
+                name, _, stamp = line.partition("\t")
                 self._view[name] = stamp
         return self._view
 
@@ -196,7 +203,7 @@ class ScanCache:
         directory, _, name = rel.rpartition("/")
         self.entries.pop(rel, None)
         text = _stamp_text(stamp)
-        self.changed.setdefault(directory, {})[name] = f"{text}\t{self._signed_empty(rel, text)}"
+        self.changed.setdefault(directory, {})[name] = text
 
     def _merged_empty(self) -> dict[str, str]:
         merged = dict(self.empty)
@@ -225,7 +232,8 @@ class ScanCache:
             for stale in self.directory.glob("scan-*.json"):
                 if stale != self.file:
                     stale.unlink(missing_ok=True)
-            document = {"key": self.key, "entries": self.entries, "empty": self._merged_empty()}
+            empty = {d: [self._signed_block(d, b), b] for d, b in self._merged_empty().items()}
+            document = {"key": self.key, "entries": self.entries, "empty": empty}
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".scan-", suffix=".tmp")
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 json.dump(document, handle, separators=(",", ":"))

@@ -602,6 +602,27 @@ def test_cache_entry_forged_without_the_key_is_rejected(
     )
 
 
+def test_a_file_listed_by_forgery_among_those_without_sites_is_scanned_again(
+    runner: CliRunner, sglang_like: Path
+) -> None:
+    """A drifting file cannot be hidden by adding it, with its stamp, to its directory's
+    block of files that contribute nothing: the block no longer matches its checksum, so
+    every file of it is scanned again."""
+    cold = run(runner, sglang_like)
+    path = cache_file(sglang_like)
+    document = json.loads(path.read_text())
+    entry = document["entries"].pop(f"{MODELS}/kimi_like.py")
+    signature, block = document["empty"][MODELS]
+    forged = block + "kimi_like.py\t" + ":".join(str(value) for value in entry[:4]) + "\n"
+    document["empty"][MODELS] = [signature, forged]
+    path.write_text(json.dumps(document))
+    warm = run(runner, sglang_like)
+    assert warm.stdout == cold.stdout
+    assert warm.stderr.splitlines()[0] == (
+        f"warning: ignored {forged.count(chr(10))} corrupted or tampered cache entries in {path}"
+    )
+
+
 def test_cache_entry_for_a_file_the_tree_does_not_have_is_never_reported(
     runner: CliRunner, sglang_like: Path
 ) -> None:

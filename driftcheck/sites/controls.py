@@ -254,7 +254,7 @@ class Controls:
         With ``word``, a match counts only where a word starts (:func:`at_word_starts`)."""
         if self._text is None:
             self._text = b"".join(self.lines)
-            self._starts = list(itertools.accumulate((len(line) for line in self.lines), initial=0))
+            self._starts = list(itertools.accumulate(map(len, self.lines), initial=0))
         text, starts = self._text, self._starts
         end = starts[min(last, len(self.lines))]
         start = starts[first - 1]
