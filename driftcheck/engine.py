@@ -424,7 +424,8 @@ class Scanner:
         yield from self.pool.imap_unordered(_scan_worker, items, chunksize=CHUNK)
 
     def _scan_item(self, item: tuple[str, str, int]) -> FileScan:
-        return scan_path(*item[:2], self.spec, item[2])
+        path, rel, size = item
+        return scan_path(path, rel, self.spec, size)
 
     def __enter__(self) -> Scanner:
         # Scanning allocates many short-lived AST objects and few cycles: collect the young

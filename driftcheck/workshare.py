@@ -10,10 +10,12 @@ its chunks; the rest are reported as ``None``. A chunk a helper claimed but neve
 
 from __future__ import annotations
 
+import fcntl
 import mmap
 import os
 import pickle
 import signal
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from typing import Generic, TypeVar
 
@@ -22,32 +24,35 @@ Result = TypeVar("Result")
 _COUNTER = 8  # bytes
 
 
-class _Claims:
-    """The index of the next unclaimed chunk, shared by forked processes: a counter in
-    anonymous shared memory, guarded by a pipe that holds one byte while it is free."""
+class Claims:
+    """The index of the next unclaimed chunk, shared by forked processes: a counter in a
+    shared mapping of an unlinked temporary file, guarded by a record lock on that file (the
+    kernel releases the lock of a process that dies holding it, so no helper's death can
+    leave the others waiting)."""
 
     def __init__(self, total: int) -> None:
         self.total = total
-        self.memory = mmap.mmap(-1, _COUNTER)
-        self.lock_read, self.lock_write = os.pipe()
-        os.write(self.lock_write, b"\0")
+        self.file = tempfile.TemporaryFile()  # noqa: SIM115 - lives until close()
+        self.file.write(bytes(_COUNTER))
+        self.file.flush()
+        self.memory = mmap.mmap(self.file.fileno(), _COUNTER)
 
     def next(self) -> int | None:
         """Claim the next chunk (None once every chunk is claimed)."""
-        os.read(self.lock_read, 1)
+        descriptor = self.file.fileno()
+        fcntl.lockf(descriptor, fcntl.LOCK_EX)
         try:
             index = int.from_bytes(self.memory[:_COUNTER], "little")
             if index < self.total:
                 self.memory[:_COUNTER] = (index + 1).to_bytes(_COUNTER, "little")
         finally:
-            os.write(self.lock_write, b"\0")
+            fcntl.lockf(descriptor, fcntl.LOCK_UN)
         return index if index < self.total else None
 
     def close(self) -> None:
-        """Release the pipe and the shared page."""
-        os.close(self.lock_read)
-        os.close(self.lock_write)
+        """Release the mapping and the file."""
         self.memory.close()
+        self.file.close()
 
 
 class Shared(Generic[Item, Result]):
@@ -69,7 +74,7 @@ class Shared(Generic[Item, Result]):
     def results(self) -> Iterator[tuple[Item, Result | None]]:
         """``(item, result)`` for every item, in no particular order; ``None`` for a helper's
         result that was not worth sending."""
-        claims = _Claims(len(self.chunks))
+        claims = Claims(len(self.chunks))
         children: dict[int, int] = {}  # pid -> the read end of its report
         try:
             for _ in range(self.helpers):
@@ -99,7 +104,7 @@ class Shared(Generic[Item, Result]):
                 _stop(pid)
             claims.close()
 
-    def _help(self, claims: _Claims, write: int) -> None:  # pragma: no cover - in a helper
+    def _help(self, claims: Claims, write: int) -> None:  # pragma: no cover - in a helper
         """A helper's life: work the chunks it claims, report once, exit (never returns;
         an error or an interrupt leaves its chunks unreported, to be worked by the parent)."""
         code = 1

@@ -195,14 +195,17 @@ STATIC = """\
 
 Each cache entry (`<root>/.driftcheck_cache/scan-<key>.json`, or `$DRIFTCHECK_CACHE_DIR`) carries
 `sum = blake2b(key + data)`, where `key` hashes driftcheck's version, the scanner's own source,
-the universe read from the tree and the configuration. An entry whose checksum does not match is
-ignored (the file is scanned again) and the run warns `ignored N corrupted or tampered cache
-entries in <file>`; a cache file that is truncated or not JSON is ignored as a whole.
+the universe read from the tree and the configuration; the files of a directory that contribute
+nothing share one block of `name<TAB>stamp` lines with one such sum. An entry (or block) whose
+checksum does not match is ignored (its files are scanned again) and the run warns `ignored N
+corrupted or tampered cache entries in <file>`; a cache file that is truncated or not JSON is
+ignored as a whole.
 
 - **Protects against:** accidental corruption (truncation, bit flips, a half-written file from a
   killed process: writes are atomic anyway), hand edits, entries written by another driftcheck
   version, scanner or configuration, and a forgery by someone who recomputes the checksum
-  without the key (tested: an unsalted blake2b of the altered data is rejected).
+  without the key (tested: an unsalted blake2b of the altered data is rejected), or that lists
+  a drifting file among its directory's files without sites (tested: the block is rejected).
 - **Does not protect against:** a deliberate forgery by anyone who can read the cache file. The
   key is not secret: it is written in the file (`"key"`) and derivable from public inputs. The
   checksum is an integrity check, not a MAC. Whoever can write the cache directory can make
@@ -234,12 +237,11 @@ entries in <file>`; a cache file that is truncated or not JSON is ignored as a w
 - The 2x memory target of the load run is not met (see Load). Memory grows linearly with the
   number of files, about 1-2.5 KB per file (a scan result for every file, including the ~97%
   without an enumeration; the cache entries; the walk's file list), on top of a ~30 MB
-  interpreter per process, so ten trees cost about 2.1x one tree cold and about 4x warm (the
-  warm single-tree run is small: no workers). The run started at 3.3x cold: file paths and
-  `os.stat` results are now kept as strings and (size, mtime) pairs. Measured but not adopted:
-  forking the scan workers before the walk (1.83x cold, at ~10 ms per run for the pool). The
-  larger remaining saving is a compact record for files without sites, in memory and in the
-  cache file.
+  interpreter per process. The single tree's peak fell from 48-51 MB to 38-44 MB when the
+  scan's pool of two workers became one forked helper beside the main process
+  (`driftcheck/workshare.py`), while the ten-copy peaks stayed where they were (84 MB cold,
+  124 MB filling the cache): the ratios rose. The larger remaining saving is a compact record
+  for files without sites, in memory and in the cache file.
 - The minimal fixer refuses a chain whose every separator touches a parenthesis
   (`a or (b)`): "no separator between the operands is a plain 'or' to copy". The property test
   predicts exactly these refusals and requires every other drifting site to be fixed.

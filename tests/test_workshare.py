@@ -3,12 +3,14 @@ once, the helpers take part, and the chunks of a helper that dies are worked by 
 
 from __future__ import annotations
 
+import fcntl
 import os
+import signal
 import time
 from pathlib import Path
 
 from driftcheck.engine import check
-from driftcheck.workshare import Shared
+from driftcheck.workshare import Claims, Shared
 
 CHUNKS = [list(range(start, start + 4)) for start in range(0, 200, 4)]
 ITEMS = list(range(200))
@@ -51,6 +53,21 @@ def test_the_chunks_of_a_helper_that_dies_are_worked_here() -> None:
 
     shared = Shared(CHUNKS, dies_in_a_helper, lambda result: True, helpers=1)
     assert sorted(item for item, _ in shared.results()) == ITEMS
+
+
+def test_a_helper_that_dies_holding_the_claims_lock_leaves_no_one_waiting() -> None:
+    claims = Claims(total=3)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        fcntl.lockf(claims.file.fileno(), fcntl.LOCK_EX)
+        os._exit(0)  # dies without unlocking
+    os.waitpid(pid, 0)
+    signal.alarm(5)  # a lock left held would hang the next claim
+    try:
+        assert [claims.next(), claims.next(), claims.next(), claims.next()] == [0, 1, 2, None]
+    finally:
+        signal.alarm(0)
+        claims.close()
 
 
 def test_a_parallel_check_reports_what_a_serial_one_does(sglang_0_5_23: Path) -> None:
