@@ -21,6 +21,9 @@ class Prefilter:
     """Byte-level anchors and the member-token pattern for a run's universes."""
 
     anchors: tuple[bytes, ...]
+    # the anchors grouped under a piece they share, searched for first: where it is absent,
+    # so is every anchor of its group (most files hold none: one search instead of several)
+    groups: tuple[tuple[bytes, tuple[bytes, ...]], ...]
     helpers: tuple[bytes, ...]
     receivers: tuple[bytes, ...]
     member_pattern: re.Pattern[bytes]
@@ -47,7 +50,10 @@ class Prefilter:
         """Whether ``data`` might contain an enumeration site or a suppression comment."""
         if any(marker in data for marker in self.always):
             return True
-        if not any(anchor in data for anchor in self.anchors):
+        if not any(
+            shared in data and any(anchor in data for anchor in group)
+            for shared, group in self.groups
+        ):
             return False
         return any(helper in data for helper in self.helpers) or bool(
             self.member_pattern.search(data)
@@ -82,6 +88,35 @@ COLLECTION_HEAD = re.compile(
 )
 OPENING = frozenset(b"([{")
 BLANK = frozenset(b" \t\r\n")
+
+
+SHARED_LENGTHS = range(8, 5, -1)  # a shorter shared piece is found in too many files
+
+
+def group_anchors(anchors: tuple[bytes, ...]) -> tuple[tuple[bytes, tuple[bytes, ...]], ...]:
+    """``anchors`` grouped under the longest piece (of 6 to 8 bytes) that the most of them
+    share, greedily; an anchor that shares none with another is a group of its own, under
+    itself."""
+    left, groups = list(anchors), []
+    while left:
+        counts: dict[bytes, int] = {}
+        for anchor in left:
+            pieces = {
+                anchor[start : start + length]
+                for length in SHARED_LENGTHS
+                for start in range(len(anchor) - length + 1)
+            }
+            for piece in pieces:
+                counts[piece] = counts.get(piece, 0) + 1
+        best = max(counts.items(), key=lambda item: (item[1], len(item[0]), item[0]), default=None)
+        if best is None or best[1] < 2:
+            groups.extend((anchor, (anchor,)) for anchor in left)
+            break
+        shared = best[0]
+        group = tuple(anchor for anchor in left if shared in anchor)
+        groups.append((shared, group))
+        left = [anchor for anchor in left if shared not in anchor]
+    return tuple(groups)
 
 
 def _alternation(words: Iterable[str]) -> str:
@@ -139,6 +174,7 @@ def build_prefilter(universes: Universe | Iterable[Universe]) -> Prefilter:
     unique_helpers = tuple(dict.fromkeys(helpers))
     return Prefilter(
         anchors=unique_anchors,
+        groups=group_anchors(unique_anchors),
         helpers=unique_helpers,
         receivers=tuple(a for a in unique_anchors if a not in unique_helpers),
         member_pattern=re.compile(pattern.encode()),

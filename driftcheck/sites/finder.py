@@ -23,6 +23,7 @@ from .controls import Controls
 from .receivers import (
     ReceiverScope,
     annotated_params,
+    assignments_in,
     collect_aliases,
     collect_holder_aliases,
     collect_self_attrs,
@@ -109,10 +110,11 @@ class SiteFinder:
             if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
         ]
         lenses = []
+        module_assignments = assignments_in(module_level)
         for builder in self._builders:
             scope = ReceiverScope(builder.universe)
             scope.local_getters = local_getters(self.tree.body, builder.universe)
-            scope.module_names = collect_aliases(module_level, scope)
+            scope.module_names = collect_aliases(module_assignments, scope)
             constants = member_constants(self.tree.body, builder.universe)
             lenses.append(Lens(builder, scope, constants))
         self._visit_body(self.tree.body, [], lenses, None, (), None)
@@ -135,15 +137,16 @@ class SiteFinder:
 
     def _function_lenses(self, func: Function, lenses: list[Lens]) -> list[Lens]:
         out = []
+        assignments, blocks = assignments_in(func.body), _blocks(func)
         for lens in lenses:
             universe = lens.builder.universe
             scope = lens.scope.child()
             scope.local_names = annotated_params(func, universe)
-            scope.local_names |= collect_aliases(func.body, scope)
+            scope.local_names |= collect_aliases(assignments, scope)
             scope.holder_locals = holder_params(func, universe)
             if universe.holders or universe.holder_names:
-                scope.holder_locals |= collect_holder_aliases(func.body, scope)
-            constants = {**lens.constants, **_function_constants(func, universe)}
+                scope.holder_locals |= collect_holder_aliases(assignments, scope)
+            constants = {**lens.constants, **_function_constants(blocks, universe)}
             out.append(Lens(lens.builder, scope, constants))
         return out
 
@@ -396,12 +399,23 @@ def _exits(body: list[ast.stmt]) -> bool:
     return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
 
 
-def _function_constants(func: Function, universe: Universe) -> dict[str, frozenset[str]]:
+def _blocks(func: Function) -> list[list[ast.stmt]]:
+    """The bodies of the blocks nested in ``func`` (functions defined in it too), then its
+    own body: where :func:`_function_constants` looks."""
+    nested = (
+        node.body
+        for node in statements(func.body, nested=True)
+        if isinstance(node, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef))
+    )
+    return [*nested, func.body]
+
+
+def _function_constants(
+    blocks: list[list[ast.stmt]], universe: Universe
+) -> dict[str, frozenset[str]]:
     found: dict[str, frozenset[str]] = {}
-    for node in statements(func.body, nested=True):
-        if isinstance(node, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef)):
-            found.update(member_constants(getattr(node, "body", []), universe))
-    found.update(member_constants(func.body, universe))
+    for body in blocks:
+        found.update(member_constants(body, universe))
     return found
 
 

@@ -154,21 +154,30 @@ def statements(body: list[ast.stmt], nested: bool = False) -> Iterator[ast.stmt]
         stack.extend(reversed(child_statements(stmt)))
 
 
-def collect_aliases(body: list[ast.stmt], scope: ReceiverScope) -> set[str]:
-    """Local names bound to the getter (or to another alias) anywhere in ``body``."""
-    assignments = [
+Assignment = ast.Assign | ast.AnnAssign
+
+
+def assignments_in(body: list[ast.stmt]) -> list[Assignment]:
+    """The assignments of ``body`` and of the blocks in it, not of functions or classes
+    defined in it (what the collectors below read: walked once, read per universe)."""
+    return [node for node in statements(body) if isinstance(node, (ast.Assign, ast.AnnAssign))]
+
+
+def collect_aliases(assignments: list[Assignment], scope: ReceiverScope) -> set[str]:
+    """Local names bound to the getter (or to another alias) by ``assignments``."""
+    bindings = [
         (node.value, node.targets if isinstance(node, ast.Assign) else [node.target])
-        for node in statements(body)
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None
+        for node in assignments
+        if node.value is not None
     ]
     names: set[str] = set()
-    changed = bool(assignments)
+    changed = bool(bindings)
     while changed:
         changed = False
         probe = ReceiverScope(
             scope.universe, scope.local_names | names, scope.self_attrs, scope.module_names
         )
-        for value, targets in assignments:
+        for value, targets in bindings:
             if probe.is_receiver(value):
                 for target in targets:
                     if isinstance(target, ast.Name) and target.id not in names:
@@ -177,10 +186,10 @@ def collect_aliases(body: list[ast.stmt], scope: ReceiverScope) -> set[str]:
     return names
 
 
-def collect_holder_aliases(body: list[ast.stmt], scope: ReceiverScope) -> set[str]:
-    """Local names bound to a holder (``pc = self.moe_parallel_config``) in ``body``."""
+def collect_holder_aliases(assignments: list[Assignment], scope: ReceiverScope) -> set[str]:
+    """Local names bound to a holder (``pc = self.moe_parallel_config``) by ``assignments``."""
     names: set[str] = set()
-    for node in statements(body):
+    for node in assignments:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             if isinstance(target, ast.Name) and scope.is_holder(node.value):
