@@ -1,8 +1,10 @@
 """Regular expressions anchored at line starts or word starts, found by a plain search first.
 
-``pattern.finditer`` with ``^`` in multiline mode tries every line of a file; searching for a
-word the match must contain (``import``, ``EntryClass``, ``class``) and matching only at the
-start of the lines holding it gives the same matches several times cheaper. Likewise a
+``pattern.finditer`` with ``^`` in multiline mode tries every position of a file; searching for
+a word the match must contain (``import``, ``EntryClass``, ``class``) and matching only at the
+start of the lines holding it gives the same matches several times cheaper, and so does a
+:class:`LinePattern` (a newline, then the pattern: the engine skips from newline to newline).
+Likewise a
 pattern that starts with ``\b`` is tried at every position, while one that starts with a
 literal is searched for as a string: :func:`at_word_starts` matches the literal and checks
 the boundary itself, about ten times faster.
@@ -55,3 +57,31 @@ def at_word_starts(
             continue
         yield match
         position = max(match.end(), at + 1)
+
+
+class LinePattern:
+    """``^`` + ``body`` in multiline mode, searched for as a newline followed by ``body``.
+    Matches are reported as ``(line start, match)``; the match's groups are ``body``'s.
+    ``body`` must not match a newline at its end (no pattern here does): the newline before
+    the next line would be taken by that match."""
+
+    def __init__(self, body: str) -> None:
+        self.first = re.compile(body)
+        self.after_newline = re.compile(f"\n(?:{body})")
+
+    def finditer(
+        self, text: str, pos: int = 0, endpos: int | None = None
+    ) -> Iterator[tuple[int, re.Match[str]]]:
+        """What ``re.compile("^" + body, re.M).finditer(text, pos, endpos)`` finds, in order."""
+        endpos = len(text) if endpos is None else endpos
+        if pos == 0 or text[pos - 1 : pos] == "\n":
+            match = self.first.match(text, pos, endpos)
+            if match is not None:
+                yield pos, match
+                pos = match.end()
+        for match in self.after_newline.finditer(text, pos, endpos):
+            yield match.start() + 1, match
+
+    def search(self, text: str, pos: int = 0, endpos: int | None = None) -> int | None:
+        """Where the first match starts (None when there is none)."""
+        return next((start for start, _ in self.finditer(text, pos, endpos)), None)

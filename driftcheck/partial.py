@@ -23,12 +23,14 @@ import functools
 import itertools
 import re
 
-DEFINITION = re.compile(r"^(?:@|def\b|async\s+def\b|class\b)", re.MULTILINE)
+from .linesearch import LinePattern
+
+DEFINITION = LinePattern(r"@|def\b|async\s+def\b|class\b")
 # statements that joined a module's tree, each with the class it joined (None: the module)
 Added = list[tuple[ast.stmt, ast.ClassDef | None]]
 # a line of code at column 0 that continues no definition (not a comment, a closing bracket, a
 # string's continuation or a decorator)
-TOP_LEVEL_CODE = re.compile(r"^[^\s#)\]}'\"@]", re.MULTILINE)
+TOP_LEVEL_CODE = LinePattern(r"[^\s#)\]}'\"@]")
 
 
 class PartialModule:
@@ -75,11 +77,11 @@ class PartialModule:
         self._line_starts = line_starts
         starts: list[int] = []
         decorated = False  # a decorator was seen and its definition not yet
-        for match in DEFINITION.finditer(self.source):
-            line = bisect.bisect_right(line_starts, match.start())
+        for start, match in DEFINITION.finditer(self.source):
+            line = bisect.bisect_right(line_starts, start)
             if not decorated:
                 starts.append(line)
-            decorated = match.group() == "@"
+            decorated = match.group().endswith("@")
         if not starts:
             return False
         total = len(line_starts)
@@ -99,10 +101,10 @@ class PartialModule:
         if first >= len(starts):
             return [(first, last, True)]
         end = starts[last] if last < len(starts) else len(self.source)
-        match = TOP_LEVEL_CODE.search(self.source, starts[first], end)
-        if match is None:
+        found = TOP_LEVEL_CODE.search(self.source, starts[first], end)
+        if found is None:
             return [(first, last, True)]
-        line = bisect.bisect_right(starts, match.start())
+        line = bisect.bisect_right(starts, found)
         return [(first, line - 1, True), (line, last, False)]
 
     def _parse(self, index: int, hot: list[int] | None = None) -> bool:
@@ -157,8 +159,8 @@ class PartialModule:
             return []
         offset = starts[first - 1]
         members = [
-            (bisect.bisect_right(starts, offset + m.start()), len(m.group(1)), m.group(2))
-            for m in MEMBER.finditer(text)
+            (bisect.bisect_right(starts, offset + start), len(m.group(1)), m.group(2))
+            for start, m in MEMBER.finditer(text)
         ]
         if not members:
             return []
@@ -172,8 +174,8 @@ class PartialModule:
                 ranges.append((line, last))
             decorated = head == "@"
         ends = [
-            bisect.bisect_right(starts, offset + m.start())
-            for m in _body_statement(indent).finditer(text)
+            bisect.bisect_right(starts, offset + start)
+            for start, _ in _body_statement(indent).finditer(text)
         ]
         bounded = []
         for index, (low, _) in enumerate(ranges):
@@ -260,13 +262,13 @@ class PartialModule:
 
 
 CLASS_LINE = re.compile(r"^class\b", re.MULTILINE)
-MEMBER = re.compile(r"^( +)(@|def\b|async\s+def\b)", re.MULTILINE)
+MEMBER = LinePattern(r"( +)(@|def\b|async\s+def\b)")
 
 
 @functools.lru_cache(maxsize=16)
-def _body_statement(indent: int) -> re.Pattern[str]:
+def _body_statement(indent: int) -> LinePattern:
     """A statement of a class body at ``indent`` spaces that starts no method."""
-    return re.compile(rf"^ {{{indent}}}(?!def\b|async\s+def\b|@)[^\s#)\]}}'\"]", re.MULTILINE)
+    return LinePattern(rf" {{{indent}}}(?!def\b|async\s+def\b|@)[^\s#)\]}}'\"]")
 
 
 def parse_for_sites(source: str, path: str, hot_lines: list[int] | None) -> PartialModule:

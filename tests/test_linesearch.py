@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from driftcheck.linesearch import at_line_starts, at_word_starts
+from driftcheck.linesearch import LinePattern, at_line_starts, at_word_starts
 
 SOURCE = """\
 import os
@@ -48,3 +48,26 @@ def test_line_starts_give_the_matches_of_a_multiline_caret() -> None:
     pattern = re.compile(r"[ \t]*def[ \t]+(\w+)")
     expected = [m.group(1) for m in re.finditer(r"^[ \t]*def[ \t]+(\w+)", SOURCE, re.M)]
     assert [m.group(1) for m in at_line_starts(SOURCE, "def", pattern)] == expected
+
+
+BODIES = [r"@|def\b|async\s+def\b|class\b", r"( +)(@|def\b)", r"[^\s#)\]}'\"@]", r" {4}(?!def\b)\w"]
+
+
+@pytest.mark.parametrize("body", BODIES)
+def test_a_line_pattern_finds_what_a_multiline_caret_finds(body: str) -> None:
+    anchored = re.compile("^(?:" + body + ")", re.MULTILINE)
+    expected = [(m.start(), m.group()) for m in anchored.finditer(SOURCE)]
+    found = [(start, m.group().lstrip("\n")) for start, m in LinePattern(body).finditer(SOURCE)]
+    assert found == expected
+
+
+@pytest.mark.parametrize("body", BODIES)
+def test_a_line_pattern_searched_from_a_line_start_within_bounds(body: str) -> None:
+    start, end = SOURCE.index("    def __init__"), SOURCE.index("        return")
+    anchored = re.compile("^(?:" + body + ")", re.MULTILINE)
+    first = anchored.search(SOURCE, start, end)
+    assert LinePattern(body).search(SOURCE, start, end) == (first.start() if first else None)
+
+
+def test_a_line_pattern_does_not_match_mid_line() -> None:
+    assert LinePattern(r"self").search(SOURCE, SOURCE.index("self")) is None
