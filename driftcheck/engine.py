@@ -412,7 +412,7 @@ class Scanner:
             return
         # large files first so workers finish together
         ordered = sorted(pending, key=lambda item: -item[2])
-        if hasattr(os, "fork"):
+        if hasattr(os, "fork") and os.name == "posix":
             chunks = [ordered[i : i + CHUNK] for i in range(0, len(ordered), CHUNK)]
             shared = Shared(chunks, self._scan_item, _contributes, workers - 1)
             for (_, rel, _), scan in shared.results():

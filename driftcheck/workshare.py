@@ -10,7 +10,6 @@ its chunks; the rest are reported as ``None``. A chunk a helper claimed but neve
 
 from __future__ import annotations
 
-import fcntl
 import mmap
 import os
 import pickle
@@ -31,6 +30,9 @@ class Claims:
     leave the others waiting)."""
 
     def __init__(self, total: int) -> None:
+        import fcntl  # POSIX only, as fork is: the engine shares work this way only where both are
+
+        self._lockf, self._exclusive, self._unlock = fcntl.lockf, fcntl.LOCK_EX, fcntl.LOCK_UN
         self.total = total
         self.file = tempfile.TemporaryFile()  # noqa: SIM115 - lives until close()
         self.file.write(bytes(_COUNTER))
@@ -40,13 +42,13 @@ class Claims:
     def next(self) -> int | None:
         """Claim the next chunk (None once every chunk is claimed)."""
         descriptor = self.file.fileno()
-        fcntl.lockf(descriptor, fcntl.LOCK_EX)
+        self._lockf(descriptor, self._exclusive)
         try:
             index = int.from_bytes(self.memory[:_COUNTER], "little")
             if index < self.total:
                 self.memory[:_COUNTER] = (index + 1).to_bytes(_COUNTER, "little")
         finally:
-            fcntl.lockf(descriptor, fcntl.LOCK_UN)
+            self._lockf(descriptor, self._unlock)
         return index if index < self.total else None
 
     def close(self) -> None:
