@@ -76,16 +76,18 @@ class Shared(Generic[Item, Result]):
     def results(self) -> Iterator[tuple[Item, Result | None]]:
         """``(item, result)`` for every item, in no particular order; ``None`` for a helper's
         result that was not worth sending."""
-        claims = Claims(len(self.chunks))
+        try:
+            claims = Claims(len(self.chunks))
+        except OSError:  # no temporary file to share (a read-only temporary directory)
+            for chunk in self.chunks:
+                yield from ((item, self.work(item)) for item in chunk)
+            return
         children: dict[int, int] = {}  # pid -> the read end of its report
         try:
             for _ in range(self.helpers):
-                read, write = os.pipe()
-                pid = os.fork()
-                if pid == 0:  # pragma: no cover - the helper; its coverage is not collected
-                    os.close(read)
-                    self._help(claims, write)
-                os.close(write)
+                pid, read = self._fork(claims)
+                if pid is None:  # no process to spare: fewer helpers
+                    break
                 children[pid] = read
             mine: set[int] = set()
             while (index := claims.next()) is not None:
@@ -105,6 +107,25 @@ class Shared(Generic[Item, Result]):
                 os.close(read)
                 _stop(pid)
             claims.close()
+
+    def _fork(self, claims: Claims) -> tuple[int | None, int]:
+        """Start a helper: its pid and the read end of its report (None when the system
+        refuses another process or pipe)."""
+        try:
+            read, write = os.pipe()
+        except OSError:
+            return None, -1
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(read)
+            os.close(write)
+            return None, -1
+        if pid == 0:  # pragma: no cover - the helper; its coverage is not collected
+            os.close(read)
+            self._help(claims, write)
+        os.close(write)
+        return pid, read
 
     def _help(self, claims: Claims, write: int) -> None:  # pragma: no cover - in a helper
         """A helper's life: work the chunks it claims, report once, exit (never returns;

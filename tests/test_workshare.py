@@ -6,8 +6,11 @@ from __future__ import annotations
 import fcntl
 import os
 import signal
+import tempfile
 import time
 from pathlib import Path
+
+import pytest
 
 from driftcheck.engine import check
 from driftcheck.workshare import Claims, Shared
@@ -53,6 +56,32 @@ def test_the_chunks_of_a_helper_that_dies_are_worked_here() -> None:
 
     shared = Shared(CHUNKS, dies_in_a_helper, lambda result: True, helpers=1)
     assert sorted(item for item, _ in shared.results()) == ITEMS
+
+
+def test_without_a_temporary_file_to_share_everything_is_worked_here(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refused(*args: object, **kwargs: object) -> None:
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", refused)
+    shared = Shared(CHUNKS, squared_slowly, lambda result: True, helpers=2)
+    results = list(shared.results())
+    assert sorted(item for item, _ in results) == ITEMS
+    assert {result[1] for _, result in results} == {os.getpid()}
+
+
+def test_when_no_process_can_be_forked_everything_is_worked_here(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refused() -> int:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", refused)
+    shared = Shared(CHUNKS, squared_slowly, lambda result: True, helpers=2)
+    results = list(shared.results())
+    assert sorted(item for item, _ in results) == ITEMS
+    assert {result[1] for _, result in results} == {os.getpid()}
 
 
 def test_a_helper_that_dies_holding_the_claims_lock_leaves_no_one_waiting() -> None:
