@@ -58,28 +58,23 @@ def test_the_chunks_of_a_helper_that_dies_are_worked_here() -> None:
     assert sorted(item for item, _ in shared.results()) == ITEMS
 
 
-def test_without_a_temporary_file_to_share_everything_is_worked_here(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize(
+    ("module", "name", "error"),
+    [
+        (tempfile, "TemporaryFile", OSError(30, "Read-only file system")),
+        (os, "fork", OSError(11, "Resource temporarily unavailable")),
+        (os, "pipe", OSError(24, "Too many open files")),
+    ],
+    ids=["no temporary file to share", "no process to fork", "no pipe to open"],
+)
+def test_refused_resources_leave_all_the_work_to_this_process(
+    monkeypatch: pytest.MonkeyPatch, module: object, name: str, error: OSError
 ) -> None:
     def refused(*args: object, **kwargs: object) -> None:
-        raise OSError(30, "Read-only file system")
+        raise error
 
-    monkeypatch.setattr(tempfile, "TemporaryFile", refused)
-    shared = Shared(CHUNKS, squared_slowly, lambda result: True, helpers=2)
-    results = list(shared.results())
-    assert sorted(item for item, _ in results) == ITEMS
-    assert {result[1] for _, result in results} == {os.getpid()}
-
-
-def test_when_no_process_can_be_forked_everything_is_worked_here(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    def refused() -> int:
-        raise OSError(11, "Resource temporarily unavailable")
-
-    monkeypatch.setattr(os, "fork", refused)
-    shared = Shared(CHUNKS, squared_slowly, lambda result: True, helpers=2)
-    results = list(shared.results())
+    monkeypatch.setattr(module, name, refused)
+    results = list(Shared(CHUNKS, squared_slowly, lambda result: True, helpers=2).results())
     assert sorted(item for item, _ in results) == ITEMS
     assert {result[1] for _, result in results} == {os.getpid()}
 
