@@ -41,22 +41,28 @@ WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 def at_word_starts(
     text: AnyStr, pattern: re.Pattern[AnyStr], start: int = 0, end: int | None = None
 ) -> Iterator[re.Match[AnyStr]]:
-    """The matches ``finditer`` gives for ``\\b`` followed by ``pattern`` (which must start
-    with a word character) in ``text[start:end]``, in order."""
+    """The matches ``finditer`` gives for ``\\b`` followed by ``pattern`` in
+    ``text[start:end]``, in order (``\\b`` as the pattern's kind reads it: ASCII word bytes
+    for ``bytes``, Unicode word characters for ``str``)."""
     end = len(text) if end is None else end
-    is_bytes = isinstance(text, bytes)
+    word = _is_word_byte if isinstance(text, bytes) else _is_word_char
     position = start
     while (match := pattern.search(text, position, end)) is not None:
         at = match.start()
-        if at > 0 and (
-            text[at - 1] in WORD_BYTES
-            if is_bytes
-            else (text[at - 1].isalnum() or text[at - 1] == "_")  # type: ignore[union-attr]
-        ):
-            position = at + 1  # not a word start: what \b would try next
+        ahead = at < len(text) and word(text[at])
+        if (at > 0 and word(text[at - 1])) == ahead:
+            position = at + 1  # no boundary here: what \b would try next
             continue
         yield match
         position = max(match.end(), at + 1)
+
+
+def _is_word_byte(value: int) -> bool:
+    return value in WORD_BYTES
+
+
+def _is_word_char(value: str) -> bool:
+    return value.isalnum() or value == "_"
 
 
 class LinePattern:
@@ -73,7 +79,11 @@ class LinePattern:
         self, text: str, pos: int = 0, endpos: int | None = None
     ) -> Iterator[tuple[int, re.Match[str]]]:
         """What ``re.compile("^" + body, re.M).finditer(text, pos, endpos)`` finds, in order."""
-        endpos = len(text) if endpos is None else endpos
+        # positions out of range are read as re reads them
+        endpos = len(text) if endpos is None else min(max(endpos, 0), len(text))
+        pos = min(max(pos, 0), len(text))
+        if pos > endpos:
+            return
         if pos == 0 or text[pos - 1 : pos] == "\n":
             match = self.first.match(text, pos, endpos)
             if match is not None:

@@ -114,19 +114,20 @@ class PartialModule:
             return True
         first, last, _ = self._pieces[index]
         skipped = self._cold_methods(first, last, hot) if hot is not None else []
-        text = self._text(first, last, skipped)
-        try:
-            piece = ast.parse("\n" * (first - 1) + text, filename=self.path)
-        except SyntaxError:
-            if not skipped:
-                return False
-            skipped, piece = [], None
-            try:
-                piece = ast.parse(
-                    "\n" * (first - 1) + self._text(first, last, []), filename=self.path
-                )
-            except SyntaxError:
-                return False
+        piece = self._parsed_text(first, last, skipped)
+        while piece is not None and skipped:
+            # a "method" inside a statement the parse kept (``def`` at the method indent in
+            # a multi-line string) is no method: parse its lines as they are
+            inside = _within_statements(piece.body[-1] if piece.body else None, skipped)
+            if not inside:
+                break
+            skipped = [span for span in skipped if span not in inside]
+            piece = self._parsed_text(first, last, skipped)
+        if piece is None and skipped:
+            skipped = []
+            piece = self._parsed_text(first, last, [])
+        if piece is None:
+            return False
         self._parsed.add(index)
         self._bodies[index] = piece.body
         cls = piece.body[-1] if piece.body else None
@@ -135,6 +136,18 @@ class PartialModule:
             cls.end_lineno, cls.end_col_offset = self._last_code_line(first, last)
             self._partial_classes[index] = (cls, skipped)
         return True
+
+    def _parsed_text(
+        self, first: int, last: int, blank: list[tuple[int, int]]
+    ) -> ast.Module | None:
+        """Lines ``first``..``last`` parsed at their place, ``blank`` emptied (None: they do
+        not parse so)."""
+        try:
+            return ast.parse(
+                "\n" * (first - 1) + self._text(first, last, blank), filename=self.path
+            )
+        except SyntaxError:
+            return None
 
     def _text(self, first: int, last: int, blank: list[tuple[int, int]]) -> str:
         """Lines ``first``..``last``, the ``blank`` line ranges emptied."""
@@ -259,6 +272,17 @@ class PartialModule:
         fresh = piece.body[-1]
         assert isinstance(fresh, ast.ClassDef)
         return fresh.body
+
+
+def _within_statements(cls: ast.stmt | None, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The line ``spans`` that start inside a statement of class ``cls``'s body."""
+    if not isinstance(cls, ast.ClassDef):
+        return []
+    return [
+        span
+        for span in spans
+        if any(s.lineno < span[0] <= (s.end_lineno or s.lineno) for s in cls.body)
+    ]
 
 
 CLASS_LINE = re.compile(r"^class\b", re.MULTILINE)

@@ -95,7 +95,7 @@ class Shared(Generic[Item, Result]):
                 yield from ((item, self.work(item)) for item in self.chunks[index])
             reported: set[int] = set()
             for pid in list(children):
-                for index, kept in self._report(pid, children.pop(pid)):
+                for index, kept in self._report(pid, children):
                     reported.add(index)
                     for position, item in enumerate(self.chunks[index]):
                         yield item, kept.get(position)
@@ -104,7 +104,8 @@ class Shared(Generic[Item, Result]):
                     yield from ((item, self.work(item)) for item in chunk)
         finally:
             for pid, read in children.items():
-                os.close(read)
+                if read >= 0:
+                    os.close(read)
                 _stop(pid)
             claims.close()
 
@@ -115,15 +116,25 @@ class Shared(Generic[Item, Result]):
             read, write = os.pipe()
         except OSError:
             return None, -1
+        # an interrupt must not reach a new helper before it is inside its own ``try`` (it
+        # would unwind through the caller's frames and go on running the command)
+        interrupts = {signal.SIGINT, signal.SIGTERM}
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, interrupts)
         try:
             pid = os.fork()
         except OSError:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             os.close(read)
             os.close(write)
             return None, -1
         if pid == 0:  # pragma: no cover - the helper; its coverage is not collected
-            os.close(read)
-            self._help(claims, write)
+            try:
+                os.close(read)
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+                self._help(claims, write)
+            finally:
+                os._exit(1)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         os.close(write)
         return pid, read
 
@@ -148,13 +159,19 @@ class Shared(Generic[Item, Result]):
             os._exit(code)
 
     @staticmethod
-    def _report(pid: int, read: int) -> list[tuple[int, dict[int, Result]]]:
-        """What helper ``pid`` reported ([] when it did not finish)."""
-        parts = []
+    def _report(pid: int, children: dict[int, int]) -> list[tuple[int, dict[int, Result]]]:
+        """What helper ``pid`` reported ([] when it did not finish); it is reaped and leaves
+        ``children`` (until then an interrupt leaves it there, to be stopped)."""
+        read, parts = children[pid], []
         while part := os.read(read, 1 << 20):
             parts.append(part)
         os.close(read)
-        _, status = os.waitpid(pid, 0)
+        children[pid] = -1  # closed: only the process is left to reap
+        try:
+            _, status = os.waitpid(pid, 0)
+        except ChildProcessError:  # SIGCHLD ignored: reaped already; the report decides
+            status = 0
+        del children[pid]
         if status != 0:
             return []
         try:

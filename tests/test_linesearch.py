@@ -71,3 +71,23 @@ def test_a_line_pattern_searched_from_a_line_start_within_bounds(body: str) -> N
 
 def test_a_line_pattern_does_not_match_mid_line() -> None:
     assert LinePattern(r"self").search(SOURCE, SOURCE.index("self")) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "pattern"),
+    [
+        ("x = ñame() + añame()", r"ñame\("),
+        ("x = ñame() + añame()".encode(), "ñame\\(".encode()),
+        ("a.x + (.x) + b .x", r"\.x"),
+        (b"a.x + (.x) + b .x", rb"\.x"),
+    ],
+    ids=["unicode name in str", "utf-8 name in bytes", "non-word first in str", "in bytes"],
+)
+def test_word_starts_read_a_boundary_as_the_pattern_kind_does(text, pattern) -> None:
+    """``\\b`` is a change between word and non-word: before ``.x`` it needs a word
+    character; in bytes a UTF-8 lead byte is no word character."""
+    expected = [
+        m.span()
+        for m in re.finditer((b"\\b" if isinstance(text, bytes) else "\\b") + pattern, text)
+    ]
+    assert [m.span() for m in at_word_starts(text, re.compile(pattern))] == expected

@@ -118,6 +118,29 @@ def test_methods_parsed_when_asked_are_those_of_the_whole_parse() -> None:
     ]
 
 
+STRING_WITH_A_DEF = '''class A:
+    def hot(self):
+        return self.use_x
+    doc = """
+    def fake(self):
+        return self.use_x
+    end"""
+    def cold(self):
+        return 3
+'''
+
+
+def test_a_def_inside_a_string_at_the_method_indent_is_no_method() -> None:
+    """The method search takes ``def fake`` for a method; the parse shows it lies inside
+    ``doc``'s string, so those lines are parsed as they are: the string keeps its text and
+    asking for them adds nothing."""
+    module = parse_for_sites(STRING_WITH_A_DEF, "a.py", [3])
+    [cls] = module.tree.body
+    assert module.parse_lines({6}) == []
+    [whole] = ast.parse(STRING_WITH_A_DEF).body
+    assert [ast.dump(s) for s in cls.body] == [ast.dump(s) for s in whole.body[:2]]
+
+
 def test_a_definition_inside_a_string_at_column_zero_makes_the_whole_file_parsed() -> None:
     """The cut would fall inside the string; the pieces do not parse, so the file is parsed
     whole (the answer never depends on the shortcut)."""

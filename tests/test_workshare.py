@@ -7,6 +7,7 @@ import fcntl
 import os
 import signal
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -77,6 +78,37 @@ def test_refused_resources_leave_all_the_work_to_this_process(
     results = list(Shared(CHUNKS, squared_slowly, lambda result: True, helpers=2).results())
     assert sorted(item for item, _ in results) == ITEMS
     assert {result[1] for _, result in results} == {os.getpid()}
+
+
+def open_descriptors() -> set[int]:
+    return {int(name) for name in os.listdir("/proc/self/fd")}
+
+
+def test_an_interrupt_while_a_helper_is_awaited_stops_it_and_leaks_nothing() -> None:
+    parent = os.getpid()
+
+    def slow_in_the_helper(item: int) -> int:
+        time.sleep(3 if os.getpid() != parent else 0.01)
+        return item
+
+    before, descriptors = children(), open_descriptors()
+    timer = threading.Timer(0.5, os.kill, (parent, signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        for _ in Shared([[i] for i in range(8)], slow_in_the_helper, bool, helpers=1).results():
+            pass
+    timer.join()
+    assert children() - before == set()
+    assert open_descriptors() == descriptors
+
+
+def test_a_run_where_sigchld_is_ignored_still_gets_every_result() -> None:
+    previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        results = list(Shared(CHUNKS, squared_slowly, lambda result: True, helpers=1).results())
+    finally:
+        signal.signal(signal.SIGCHLD, previous)
+    assert sorted(item for item, _ in results) == ITEMS
 
 
 def test_a_helper_that_dies_holding_the_claims_lock_leaves_no_one_waiting() -> None:
