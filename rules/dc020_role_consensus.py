@@ -33,6 +33,17 @@ if TYPE_CHECKING:
     from driftcheck.fix.plan import FileContext, Rewrite, SiteJob
 
 
+# a block that calls the helper, and a file holding it (the siblings of the examples below)
+HELPER_BLOCK = (
+    "class Block:\n"
+    "    def forward(self, x):\n"
+    "        if is_deepep_class_backend():\n"
+    "            return self.forward_deepep(x)\n"
+    "        return self.forward_normal(x)\n"
+)
+HELPER_USER = "from sglang.srt.layers.moe.utils import is_deepep_class_backend\n\n\n" + HELPER_BLOCK
+
+
 class RoleConsensus(Rule):
     """Model files copy each other; a fix lands in one copy and not the others."""
 
@@ -87,15 +98,7 @@ the import is added where missing. The fix states the backends it flips.
             "            return self.deepep_buffer()\n"
             "        return None\n",
             note="what it controls (deepep_buffer) no site of the family controls",
-            siblings={
-                f"user_{name}.py": "from sglang.srt.layers.moe.utils import is_deepep_class_backend\n\n\n"
-                "class Block:\n"
-                "    def forward(self, x):\n"
-                "        if is_deepep_class_backend():\n"
-                "            return self.forward_deepep(x)\n"
-                "        return self.forward_normal(x)\n"
-                for name in ("one", "two")
-            },
+            siblings={f"user_{name}.py": HELPER_USER for name in ("one", "two")},
         ),
     ]
     VALID += [
@@ -227,22 +230,10 @@ the import is added where missing. The fix states the backends it flips.
             "            return self.forward_deepep(x)\n"
             "        return self.forward_normal(x)\n",
             missing=("deepep_v2", "mooncake", "mori", "pplx"),
-            expected_fix="class Block:\n"
-            "    def forward(self, x):\n"
-            "        if is_deepep_class_backend():\n"
-            "            return self.forward_deepep(x)\n"
-            "        return self.forward_normal(x)\n",
+            expected_fix=HELPER_BLOCK,
             note="its use: sites in three other files choose forward_deepep with the helper "
             "(no model files: the evidence is what the value controls, not a role name)",
-            siblings={
-                f"user_{name}.py": "from sglang.srt.layers.moe.utils import is_deepep_class_backend\n\n\n"
-                "class Block:\n"
-                "    def forward(self, x):\n"
-                "        if is_deepep_class_backend():\n"
-                "            return self.forward_deepep(x)\n"
-                "        return self.forward_normal(x)\n"
-                for name in ("one", "two", "three")
-            },
+            siblings={f"user_{name}.py": HELPER_USER for name in ("one", "two", "three")},
         ),
         Example(
             "class Layer:\n"

@@ -118,10 +118,10 @@ class DeepEPBuffers:
                 self.__dict__.pop(name).destroy()
 
 
-class LegacyBufferDispatcher:
-    """``deepep``: DeepEP's legacy ``Buffer``, normal-mode intranode dispatch and combine."""
+class _BufferDispatcher:
+    """What both DeepEP dispatchers hold: the arm, its communicator, the layer, the runner
+    and the shared buffers; ``last`` is the partial sum the previous call combined."""
 
-    implementation = LEGACY_BUFFER
     combines = True
 
     def __init__(
@@ -136,6 +136,12 @@ class LegacyBufferDispatcher:
         self.backend, self.comm, self.layer = backend, comm, layer
         self.runner, self.capacity, self.buffers = runner, capacity, buffers
         self.last: PreCombine | None = None
+
+
+class LegacyBufferDispatcher(_BufferDispatcher):
+    """``deepep``: DeepEP's legacy ``Buffer``, normal-mode intranode dispatch and combine."""
+
+    implementation = LEGACY_BUFFER
 
     def __call__(
         self, hidden: torch.Tensor, expert_ids: torch.Tensor, weights: torch.Tensor
@@ -178,24 +184,10 @@ class LegacyBufferDispatcher:
         return combined
 
 
-class ElasticBufferDispatcher:
+class ElasticBufferDispatcher(_BufferDispatcher):
     """``deepep_v2``: DeepEP V2's ``ElasticBuffer``, expanded-layout dispatch and combine."""
 
     implementation = ELASTIC_BUFFER
-    combines = True
-
-    def __init__(
-        self,
-        backend: str,
-        comm: Comm,
-        layer: LayerWeights,
-        runner: Runner,
-        capacity: int | None,
-        buffers: DeepEPBuffers,
-    ) -> None:
-        self.backend, self.comm, self.layer = backend, comm, layer
-        self.runner, self.capacity, self.buffers = runner, capacity, buffers
-        self.last: PreCombine | None = None
 
     def __call__(
         self, hidden: torch.Tensor, expert_ids: torch.Tensor, weights: torch.Tensor
