@@ -366,6 +366,21 @@ class Fix:
 
 
 @dataclass(frozen=True)
+class Related:
+    """A place a finding rests on, for editors and SARIF: the canonical's definition, a
+    sibling site, a site whose use is the evidence. ``line`` is 1-based, ``col`` 0-based."""
+
+    path: str
+    line: int
+    col: int
+    note: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (1-based column, like a finding's own)."""
+        return {"path": self.path, "line": self.line, "col": self.col + 1, "note": self.note}
+
+
+@dataclass(frozen=True)
 class Finding:
     """A site judged against a family: what it misses, what it adds, and what to say."""
 
@@ -394,6 +409,8 @@ class Finding:
     evidence: str = field(default="", compare=False)
     # judged against a family read from the tree's copies (no helper defines it)
     inferred: bool = False
+    # the places the finding rests on: the canonical's definition, then the rule's evidence
+    related: tuple[Related, ...] = field(default=(), compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON contract documented in ``docs/json-output.md``."""

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from driftcheck.families import covered_members
-from driftcheck.model import Family, Finding, Severity, Site, Universe
+from driftcheck.model import Family, Finding, Related, Severity, Site, Universe
 
 if TYPE_CHECKING:
     from driftcheck.config import Config
@@ -142,7 +142,15 @@ def site_finding(
         latent=latent,
         site=site,
         inferred=family.inferred,
+        related=canonical_related(family),
     )
+
+
+def canonical_related(family: Family) -> tuple[Related, ...]:
+    """Where the canonical is defined (nothing for a family inferred from copies)."""
+    if family.inferred or not family.path:
+        return ()
+    return (Related(family.path, family.line, 0, f"{family.name} is defined here"),)
 
 
 def subject(site: Site) -> str:
