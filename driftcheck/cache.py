@@ -23,7 +23,7 @@ from .replay import stamp_of
 from .scan import FileScan
 
 CACHE_DIR_NAME = ".driftcheck_cache"
-FORMAT = 3
+FORMAT = 4
 # the modules and packages whose code decides what a cached scan holds
 SCANNER_CODE = (
     "model.py",

@@ -45,6 +45,8 @@ KNOWN_KEYS = {
     "policies",
     "gates",
     "family-implies",
+    "roles",
+    "verify",
 }
 
 FIX_STYLES = ("minimal", "helper")
@@ -124,9 +126,20 @@ class Config:
     # canonical -> conditions every member of its family implies (``moe_ep_size > 1``): an
     # earlier ``if <condition>: return`` (or ``elif`` arm) has already taken the whole family
     family_implies: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # role operation -> the reach keys that are it (``tp-reduce``: the calls completing a TP
+    # sum): what a site's value can decide, by the codebase's own names
+    roles: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # the verifier's table for this codebase (stand-ins, substitutes, arms), validated by
+    # :mod:`driftcheck.runtime_verify.pack` when a layer run reads it
+    verify: dict[str, Any] = field(default_factory=dict, compare=False)
     source: str | None = None
     lines: dict[str, int] = field(default_factory=dict, compare=False)  # key -> line in source
     warnings: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def operations(self) -> dict[str, str]:
+        """Each reach key the pack names, mapped to its role operation."""
+        return {key: operation for operation, keys in self.roles for key in keys}
 
     @property
     def canonical(self) -> tuple[str, ...]:
@@ -175,6 +188,7 @@ class Config:
                 self.value_attributes,
                 self.min_overlap,
                 self.family_implies,
+                self.roles,
             ],
             sort_keys=True,
         )
@@ -192,6 +206,28 @@ def _family_implies(read: _Reader, raw: Any) -> tuple[tuple[str, tuple[str, ...]
     entries = []
     for predicate, texts in sorted(raw.items()):
         entries.append((predicate, read.strings(where, f"family-implies.{predicate}", texts)))
+    return tuple(entries)
+
+
+def _roles(read: _Reader, raw: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``{operation = ["call:name", "kw:name", "set:name", ...]}``: the role operations."""
+    where = "[tool.driftcheck]"
+    if not isinstance(raw, dict):
+        raise read.error(
+            "roles", f"{where} roles must be a table of operation = [keys], got {_shown(raw)}"
+        )
+    entries = []
+    for operation, keys in sorted(raw.items()):
+        found = read.strings(where, f"roles.{operation}", keys)
+        for key in found:
+            kind, _, name = key.partition(":")
+            if kind not in ("call", "kw", "set") or not name or name != name.lstrip("_"):
+                raise read.error(
+                    f"roles.{operation}",
+                    f"{where} roles.{operation}: {_shown(key)} must be 'call:NAME', 'kw:NAME' "
+                    "or 'set:NAME' (NAME without leading underscores)",
+                )
+        entries.append((operation, found))
     return tuple(entries)
 
 
@@ -346,6 +382,14 @@ def config_from_table(section: dict[str, Any], label: str, source: str = "") -> 
         kwargs["fix_style"] = read.choice(where, "fix-style", section["fix-style"], FIX_STYLES)
     if "family-implies" in section:
         kwargs["family_implies"] = _family_implies(read, section["family-implies"])
+    if "roles" in section:
+        kwargs["roles"] = _roles(read, section["roles"])
+    if "verify" in section:
+        if not isinstance(section["verify"], dict):
+            raise read.error(
+                "verify", f"{where} verify must be a table, got {_shown(section['verify'])}"
+            )
+        kwargs["verify"] = section["verify"]
     kwargs["policies"] = tuple(_policies(read, section.get("policies", [])))
     if "gates" in section:
         kwargs["gates"] = tuple(_gates(read, section["gates"]))

@@ -182,6 +182,7 @@ def check(
         build_prefilter(universes),
         tuple(g.register_call for g in project.config.gates),
         project.config.model_marker,
+        tuple(sorted(project.config.operations.items())),
     )
     cache = None
     if use_cache:

@@ -88,5 +88,5 @@ def named_by(site: Site, family: Family) -> bool:
         .split("-")
         if len(w) >= 4 and w not in ("family", "backend", "backends", "members")
     ]
-    text = f"{site.role} {site.comment}".lower().replace("_", " ").replace("-", " ")
+    text = f"{site.role.name} {site.role.comment}".lower().replace("_", " ").replace("-", " ")
     return bool(words) and all(w in text for w in words)

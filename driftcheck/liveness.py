@@ -50,8 +50,7 @@ def class_headers(source: str) -> list[tuple[str, tuple[str, ...]]]:
 
 def only_sets(site: Site) -> list[str]:
     """The attribute keys a site sets, when setting attributes is all it does (else ``[]``)."""
-    names = [key[4:] for key in site.controls if key.startswith("set:")]
-    return names if names and len(names) == len(site.controls) else []
+    return list(site.role.only_sets())
 
 
 def local_unread(site: Site, source: str, tree: ast.Module) -> tuple[str, ...]:

@@ -256,6 +256,101 @@ class Operand:
 
 
 @dataclass(frozen=True)
+class Reach:
+    """One thing a site's value reaches in its module, where, and the steps that lead there.
+
+    ``key`` is comparable across files (:mod:`driftcheck.sites.controls`): ``call:<name>``
+    (a call a branch the value chooses makes), ``kw:<name>`` (a keyword it feeds), ``set:<name>``
+    (a name or attribute it is stored in), ``raise``, ``call:assert``. ``how`` says how the
+    value reaches it: ``guards`` (a statement of a branch it chooses), ``selects`` (an arm of
+    a conditional expression it tests), ``feeds``, ``stores``, ``computes`` (the call whose
+    result a branch it chooses stores: part of what the branch sets, not an effect of its
+    own), or ``inside`` (a call made inside a function of the module such a branch calls, one
+    level deep: recorded only when it is one of the pack's role operations).
+    ``operation`` names the pack's role operation the key is (``tp-reduce``...), if any;
+    ``via`` holds the lines of the steps from the site to here; ``scope`` the qualified name
+    of the function or class the reached code sits in.
+    """
+
+    key: str
+    line: int
+    how: str = "guards"
+    scope: str = ""
+    operation: str = ""
+    via: tuple[int, ...] = ()
+
+    @property
+    def block(self) -> str:
+        """The class the reached code sits in (``""`` at module level)."""
+        head, _, rest = self.scope.partition(".")
+        return head if rest or head[:1].isupper() else ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (the fields; ``via`` as a list)."""
+        return {**asdict(self), "via": list(self.via)}
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> Reach:
+        """Inverse of :meth:`to_dict`."""
+        return Reach(**{**data, "via": tuple(data.get("via", ()))})
+
+
+@dataclass(frozen=True)
+class Role:
+    """What a site's value decides, computed once, when the site is found
+    (:mod:`driftcheck.sites.controls`), and read by every consumer: DC020's evidence, the
+    liveness of a copy, the fixer's applicability, the verifier's eligibility and block.
+
+    ``name`` is what the value is called where it is used (the assigned attribute, the
+    function returning it, the function and operation an ``if`` guards): sites of different
+    files with the same name play the same role. ``reaches`` is the evidence, each with its
+    location; ``comment`` the comment or docstring that says what the value is for.
+    """
+
+    name: str = ""
+    reaches: tuple[Reach, ...] = ()
+    comment: str = ""
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """What the value controls directly, comparable across files: the keys of its reaches,
+        those found inside a called function excepted."""
+        return tuple(sorted({r.key for r in self.reaches if r.how != "inside"}))
+
+    @property
+    def operations(self) -> tuple[Reach, ...]:
+        """The reaches that are role operations the pack declares (a TP reduce, a DP gather,
+        the forward switch, the shared expert's layout...)."""
+        return tuple(r for r in self.reaches if r.operation)
+
+    def only_sets(self) -> tuple[str, ...]:
+        """The names the value is stored in or a branch sets, when setting them is all it
+        does (a call computing what a branch stores is part of setting it); ``()`` otherwise."""
+        direct = [r for r in self.reaches if r.how != "inside"]
+        names = tuple(dict.fromkeys(r.key[4:] for r in direct if r.key.startswith("set:")))
+        if names and all(r.key.startswith("set:") or r.how == "computes" for r in direct):
+            return names
+        return ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for the cache and JSON output."""
+        return {
+            "name": self.name,
+            "reaches": [r.to_dict() for r in self.reaches],
+            "comment": self.comment,
+        }
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> Role:
+        """Inverse of :meth:`to_dict`."""
+        return Role(
+            name=data.get("name", ""),
+            reaches=tuple(Reach.from_dict(r) for r in data.get("reaches", ())),
+            comment=data.get("comment", ""),
+        )
+
+
+@dataclass(frozen=True)
 class Site:
     """A hand-written enumeration of backends found in one file.
 
@@ -280,15 +375,12 @@ class Site:
     enumerator: str | None = None
     constant: str | None = None
     kind: Literal["property", "allowlist", "dispatch"] = "property"
-    role: str = ""
+    # what the value decides, with its evidence (:class:`Role`)
+    role: Role = field(default_factory=Role)
     text: str = ""
     has_other_terms: bool = False
     statement_line: int = 0
     universe: str = ""
-    # what the value decides (:mod:`driftcheck.sites.controls` keys) and the comment or
-    # docstring that says what it is for: a site's role, compared across the tree
-    controls: tuple[str, ...] = ()
-    comment: str = ""
     # members an earlier ``if <members>: return`` of the same block already sent elsewhere:
     # the site is never reached for them, so they are not missing from it
     settled: frozenset[str] = frozenset()
@@ -302,6 +394,7 @@ class Site:
         data["members"] = sorted(self.members)
         data["settled"] = sorted(self.settled)
         data["operands"] = [{**asdict(op), "members": sorted(op.members)} for op in self.operands]
+        data["role"] = self.role.to_dict()
         return data
 
     @staticmethod
@@ -320,7 +413,7 @@ class Site:
         fields = {
             k: v
             for k, v in data.items()
-            if k not in ("members", "operands", "span", "helpers", "controls", "settled", "unread")
+            if k not in ("members", "operands", "span", "helpers", "role", "settled", "unread")
         }
         return Site(
             **fields,
@@ -330,7 +423,7 @@ class Site:
             unread=tuple(data.get("unread", ())),
             operands=ops,
             helpers=tuple(data.get("helpers", ())),
-            controls=tuple(data.get("controls", ())),
+            role=Role.from_dict(data.get("role", {})),
         )
 
 

@@ -41,6 +41,8 @@ class ScanSpec:
     prefilter: Prefilter
     register_calls: tuple[str, ...] = ()
     model_marker: str = ""
+    # reach key -> the pack's role operation (:attr:`driftcheck.config.Config.operations`)
+    operations: tuple[tuple[str, str], ...] = ()
 
 
 @functools.lru_cache(maxsize=64)
@@ -186,7 +188,15 @@ def _analyse(
     module = parse_for_sites(source, rel, None if wants_registry else hot or [])
     result.parsed = True
     if hot is not None:
-        sites = find_sites(spec.universes, source, module.tree, rel, hot, grow=module.parse_lines)
+        sites = find_sites(
+            spec.universes,
+            source,
+            module.tree,
+            rel,
+            hot,
+            grow=module.parse_lines,
+            operations=dict(spec.operations),
+        )
         result.sites = [
             replace(site, unread=unread)
             if (unread := local_unread(site, source, module.tree))

@@ -155,8 +155,8 @@ def canonical_related(family: Family) -> tuple[Related, ...]:
 
 def subject(site: Site) -> str:
     """How a message names the site: the assigned attribute, the function, or the condition."""
-    if site.context in ("assign", "return", "keyword", "ternary") and site.role:
-        return site.role
+    if site.context in ("assign", "return", "keyword", "ternary") and site.role.name:
+        return site.role.name
     if site.context == "match":
         return f"case in {site.symbol}"
     return f"condition in {site.symbol}"

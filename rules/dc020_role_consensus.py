@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from driftcheck.families import covered_members, enumerates, named_by
-from driftcheck.model import Family, Finding, Site, Universe
+from driftcheck.model import Family, Finding, Related, Site, Universe
 
 from .base import (
     Example,
@@ -307,7 +307,7 @@ the import is added where missing. The fix states the backends it flips.
         """Record, per family and key, the sites that call its helper or enumerate it."""
         min_overlap = run.config.min_overlap
         for site in sites:
-            if site.kind != "property" or not site.controls:
+            if site.kind != "property" or not site.role.keys:
                 continue
             universe = run.universe_of(site)
             for family in universe.families:
@@ -317,15 +317,13 @@ the import is added where missing. The fix states the backends it flips.
                 ):
                     continue
                 calls = family.name in site.helpers
-                for key in site.controls:
+                for key in site.role.keys:
                     if key not in WEAK_KEYS:
                         self.users.setdefault((universe.key, family.name, key), set()).add(
                             (path, site.span.line, calls)
                         )
 
-    def use_evidence(
-        self, site: Site, family: Family, universe: Universe
-    ) -> tuple[str, bool] | None:
+    def use_evidence(self, site: Site, family: Family, universe: Universe) -> Evidence | None:
         """The operations ``site`` controls that the family's users agree on, described, and
         whether most of those users call the helper. A single check of a two-member family
         is as likely a choice between the two (``is_cuda()`` vs ``is_rocm()``) as a drifted
@@ -333,7 +331,7 @@ the import is added where missing. The fix states the backends it flips.
         if site.form == "single" and len(family.members) < 3:
             return None
         agreeing: list[tuple[int, str, set[tuple[str, int, bool]]]] = []
-        for key in site.controls:
+        for key in site.role.keys:
             found = self.users.get((universe.key, family.name, key), set())
             found = {u for u in found if u[0] != site.path or u[1] != site.span.line}
             files = len({u[0] for u in found})
@@ -359,9 +357,13 @@ the import is added where missing. The fix states the backends it flips.
             f"its use ({described}) matches {len(users)} sites in {files} files that "
             f"{calls}enumerate {noun(family, universe)}"
         )
-        return text, helpers * 2 > len(users)
+        places = tuple(
+            Related(path, line, 0, "a site whose use is the same")
+            for path, line, _ in sorted(users)
+        )
+        return Evidence(text, helpers * 2 > len(users), places)
 
-    def copy_evidence(self, site: Site, family: Family, universe: Universe) -> str | None:
+    def copy_evidence(self, site: Site, family: Family, universe: Universe) -> Evidence | None:
         """An identical list (two or more members) elsewhere in the file that has sibling or
         use evidence: copies of one list drift together."""
         if len(site.members) < 2:
@@ -376,22 +378,20 @@ the import is added where missing. The fix states the backends it flips.
             if self.use_evidence(other, family, universe) or _sibling_evidence(
                 family, universe, self.siblings_of(other), 2
             ):
-                return f"the same list at line {other.span.line} controls what the family controls"
+                text = f"the same list at line {other.span.line} controls what the family controls"
+                place = Related(other.path, other.span.line, other.span.col, "the same list")
+                return Evidence(text, False, (place,))
         return None
 
     def evidence(
         self, site: Site, family: Family, universe: Universe, min_overlap: int
-    ) -> tuple[str, bool] | None:
-        """Why ``site`` should cover ``family`` (sibling, use, copy, in that order), and
-        whether the evidence calls the helper (then the fix does too)."""
-        sibling = _sibling_evidence(family, universe, self.siblings_of(site), min_overlap)
-        if sibling is not None:
-            return sibling, " calls " in sibling
-        use = self.use_evidence(site, family, universe)
-        if use is not None:
-            return use
-        copy = self.copy_evidence(site, family, universe)
-        return (copy, False) if copy is not None else None
+    ) -> Evidence | None:
+        """Why ``site`` should cover ``family`` (sibling, use, copy, in that order)."""
+        return (
+            _sibling_evidence(family, universe, self.siblings_of(site), min_overlap)
+            or self.use_evidence(site, family, universe)
+            or self.copy_evidence(site, family, universe)
+        )
 
     def siblings_of(self, site: Site) -> tuple[Sibling, ...]:
         """The sites of other model files playing the same role as ``site``."""
@@ -426,8 +426,7 @@ the import is added where missing. The fix states the backends it flips.
             found = self.evidence(site, family, universe, judgement.min_overlap)
             if found is None:
                 continue
-            evidence, calls_helper = found
-            evidence += _comment_evidence(site, family)
+            evidence = found.text + _comment_evidence(site, family)
             finding = site_finding(
                 self,
                 site,
@@ -438,7 +437,13 @@ the import is added where missing. The fix states the backends it flips.
                 message=f"{subject(site)} tests {', '.join(present)} where {evidence}; missing {', '.join(missing)}{provenance_note(family)}{unread_note(judgement)}",
                 severity="warning" if judgement.unread else None,
             )
-            findings.append(replace(finding, evidence="helper" if calls_helper else "enumeration"))
+            findings.append(
+                replace(
+                    finding,
+                    evidence="helper" if found.calls_helper else "enumeration",
+                    related=(*finding.related, *found.places),
+                )
+            )
             break  # one finding per site: the first family the siblings speak for
         return findings
 
@@ -452,6 +457,16 @@ the import is added where missing. The fix states the backends it flips.
 
 
 @dataclass(frozen=True)
+class Evidence:
+    """Why a site should cover a family: the text the message quotes, whether the evidence
+    calls the helper (then the fix does too), and the places it rests on."""
+
+    text: str
+    calls_helper: bool
+    places: tuple[Related, ...]
+
+
+@dataclass(frozen=True)
 class Sibling:
     """A site in another model file that plays the same role (same attribute, same method)."""
 
@@ -462,15 +477,19 @@ class Sibling:
     helpers: tuple[str, ...]
     universe: str = ""
 
+    def place(self) -> Related:
+        """Where it is, for the finding's related places."""
+        return Related(self.path, self.line, 0, f"sibling site in {self.symbol}")
+
 
 GENERIC_ROLES = {"", "__init__", "forward", "__call__", "main", "run", "apply"}
 
 
 def sibling_key(site: Site) -> str | None:
     """The role a site plays, comparable across model files (None when too generic)."""
-    if site.kind != "property" or site.role in GENERIC_ROLES:
+    if site.kind != "property" or site.role.name in GENERIC_ROLES:
         return None
-    return f"{site.context if site.context == 'return' else 'value'}:{site.role}"
+    return f"{site.context if site.context == 'return' else 'value'}:{site.role.name}"
 
 
 def _where(sibling: Sibling) -> str:
@@ -503,7 +522,7 @@ def builds_own_object(site: Site, present: tuple[str, ...]) -> bool:
     (``if b.is_deepep(): self.dispatcher = DeepEPDispatcher(...)``): code written for that
     member alone, whatever else the branch sets up."""
     names = {"".join(c for c in m.lower() if c.isalnum()) for m in present}
-    for key in site.controls:
+    for key in site.role.keys:
         kind, _, callee = key.partition(":")
         if kind != "call" or not callee[:1].isupper():
             continue
@@ -516,14 +535,14 @@ def builds_own_object(site: Site, present: tuple[str, ...]) -> bool:
 def _comment_evidence(site: Site, family: Family) -> str:
     """``; its comment names DeepEP`` when the site's comment names the family."""
     stem = (family.label or family.name).split("-")[0].split()[0]
-    if len(stem) >= 3 and stem.lower() in site.comment.lower() and not family.inferred:
+    if len(stem) >= 3 and stem.lower() in site.role.comment.lower() and not family.inferred:
         return f"; its comment names {stem}"
     return ""
 
 
 def _sibling_evidence(
     family: Family, universe: Universe, siblings: tuple[Sibling, ...], min_overlap: int
-) -> str | None:
+) -> Evidence | None:
     """Why the siblings say this site should cover the family, or None when they do not.
 
     A sibling that calls the helper, lists the whole family, or enumerates the family (names
@@ -533,10 +552,12 @@ def _sibling_evidence(
     """
     for sibling in siblings:
         if family.name in sibling.helpers:
-            return f"its sibling {_where(sibling)} calls {family.call_text()}"
+            text = f"its sibling {_where(sibling)} calls {family.call_text()}"
+            return Evidence(text, True, (sibling.place(),))
     for sibling in siblings:
         if family.member_set <= sibling.members:
-            return f"its sibling {_where(sibling)} lists all {len(family.members)} {noun(family, universe)}"
+            text = f"its sibling {_where(sibling)} lists all {len(family.members)} {noun(family, universe)}"
+            return Evidence(text, False, (sibling.place(),))
     enumerating = [s for s in siblings if len(s.members & family.member_set) >= min_overlap]
     if enumerating:
         best = max(enumerating, key=lambda s: (len(s.members & family.member_set), s.path))
@@ -544,8 +565,10 @@ def _sibling_evidence(
         others = (
             f" and {files - 1} more sibling file{'s' if files > 2 else ''}" if files > 1 else ""
         )
-        return (
+        text = (
             f"its sibling {_where(best)}{others} enumerate{'s' if files == 1 else ''} "
             f"{noun(family, universe)}"
         )
+        places = (best.place(), *(s.place() for s in enumerating if s is not best))
+        return Evidence(text, False, places)
     return None

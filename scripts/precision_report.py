@@ -160,7 +160,7 @@ def finding_row(
 ) -> str:
     """One per-finding table row."""
     f = finding
-    site = ": ".join(part for part in (f.site.context, f.site.role) if part) if f.site else "-"
+    site = ": ".join(part for part in (f.site.context, f.site.role.name) if part) if f.site else "-"
     missing = ", ".join(f"{m} (latent)" if m in f.latent else m for m in f.missing) or "-"
     verdict = f"{review['verdict']}: {review['note']}" if review else "UNREVIEWED"
     upstream = "-" if fixed is None else fixed[0] + ("" if fixed[1] else " (carried)")

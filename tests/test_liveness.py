@@ -36,6 +36,18 @@ def test_a_copy_nothing_reads_is_a_warning_that_says_so(tmp_path: Path) -> None:
     assert reported(tmp_path, BLOCK) == [("DC001", "warning", UNREAD)]
 
 
+def test_a_copy_whose_value_is_a_call_is_a_warning_when_nothing_reads_it(tmp_path: Path) -> None:
+    """The call computing what a branch sets is part of setting it, not an effect of its own
+    (forks spell their EP setup ``self.ep_size = get_moe_expert_parallel_world_size()``)."""
+    code = BLOCK.replace("self.top_k = 2", "self.top_k = get_moe_expert_parallel_world_size()")
+    assert reported(tmp_path, code) == [("DC001", "warning", UNREAD)]
+
+
+def test_a_branch_that_calls_something_besides_setting_is_an_error(tmp_path: Path) -> None:
+    code = BLOCK + "            self.register()\n"
+    assert reported(tmp_path, code) == [("DC001", "error", READ)]
+
+
 def test_a_read_in_another_method_makes_it_an_error(tmp_path: Path) -> None:
     code = BLOCK + "\n    def route(self, x):\n        return x[: self.top_k]\n"
     assert reported(tmp_path, code) == [("DC001", "error", READ)]

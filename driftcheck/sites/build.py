@@ -13,7 +13,7 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..model import Operand, Site, Span, Universe
+from ..model import Operand, Role, Site, Span, Universe
 from .receivers import ReceiverScope
 from .terms import Term, TermReader, single_value
 
@@ -212,7 +212,7 @@ def make_site(
         context=context,
         enumerator=enumerator,
         constant=shape.constant,
-        role=role,
+        role=Role(name=role),
         text=segment(node),
         has_other_terms=shape.other,
         statement_line=statement_line,

@@ -1,19 +1,32 @@
-"""What a site's value controls, read from the code around it (CodeQL's "guards" idea).
+"""What a site's value controls, read from the code around it (CodeQL's "guards" idea): the
+one analysis of a site's role, stored on the Site as :class:`~driftcheck.model.Role` and read
+by every consumer (DC020, liveness, fix applicability, the verifier, gen-test).
 
-A site is judged by what it decides, not by its name alone. The keys, comparable across
-files and spelled from the code's own identifiers (leading underscores dropped):
+A site is judged by what it decides, not by its name alone. Each thing its value reaches is
+a :class:`~driftcheck.model.Reach` with its line and the lines of the steps leading to it.
+The keys, comparable across files and spelled from the code's own identifiers (leading
+underscores dropped):
 
 - ``call:<name>``: what a branch the value chooses does — each top-level statement of the
   body or ``else`` of the ``if`` it tests: the call it makes or returns (``return
-  self.forward_deepep(x)``), the name it assigns (``set:ep_size``), ``raise`` — and the call
-  a branch of the conditional expression it tests makes (incidental calls deeper in a branch
-  are not its effect: ``get_parallel()`` in ``self.ep_size = get_parallel().ep_size``);
+  self.forward_deepep(x)``), the name it assigns (``set:ep_size``) and the call computing that
+  value (``how="computes"``: part of what the branch sets, not an effect of its own),
+  ``raise`` — and the call a branch of the conditional expression it tests makes (incidental
+  calls deeper in a branch are not its effect: ``get_parallel()`` in ``self.ep_size =
+  get_parallel().ep_size``);
 - ``kw:<name>``: a keyword the value feeds, directly or through a conditional expression
   (``reduce_results``), and the keywords of the calls such a branch makes
   (``dict(tp_rank=0, tp_size=1)``: ``kw:tp_size``);
 - ``set:<name>``: the name or attribute the value is assigned to; the same keys are then
   collected for each place the class (``self.x``) or the function (a local) reads it, and
-  for each call of a function that returns the value — two steps deep.
+  for each call of a function that returns the value — three steps deep.
+
+The pack's role operations (``[roles]``: which calls are the TP reduce, the DP gather, the
+forward switch...) mark the reaches that are one (``operation``); a call of one of the
+module's own functions or methods is followed one level further, and the role operations
+made inside it are recorded (``how="inside"``: ``self._reduce_shared(x)`` makes
+``tensor_model_parallel_all_reduce``). Nothing is matched by a name pattern: a logging helper
+called ``all_gather_into_logging_buffer`` is an operation only if the pack says so.
 
 Also the *comment* that states what the value is for: the comment lines just above the
 statement and those on its lines, and the enclosing function's docstring.
@@ -25,10 +38,12 @@ import ast
 import bisect
 import itertools
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..linesearch import at_word_starts
+from ..model import Reach, Role
 from .names import terminal_name
 from .receivers import child_statements
 
@@ -49,6 +64,7 @@ COMMON_CALLS = {
 COMMENT = re.compile(rb"#(.*)$")
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
+Operations = Mapping[str, str]  # reach key -> the pack's role operation it is
 
 
 def _key(name: str | None) -> str | None:
@@ -58,48 +74,72 @@ def _key(name: str | None) -> str | None:
     return stripped or None
 
 
-def _effects(body: list[ast.stmt]) -> list[str]:
+def _call_reaches(call: ast.Call, how: str, scope: str) -> list[Reach]:
+    """The ``call:`` key of ``call`` (unless it is a common one) and its ``kw:`` keys."""
+    found: list[Reach] = []
+    name = _key(terminal_name(call.func))
+    if name and name not in COMMON_CALLS:
+        found.append(Reach(f"call:{name}", call.lineno, how, scope))
+    found.extend(
+        Reach(f"kw:{k.arg.lstrip('_')}", k.value.lineno, how, scope) for k in call.keywords if k.arg
+    )
+    return found
+
+
+def _effects(body: list[ast.stmt], scope: str) -> list[Reach]:
     """What each top-level statement of a branch does (the first few statements)."""
-    keys: list[str] = []
+    found: list[Reach] = []
     for stmt in body[:6]:
         value: ast.AST | None = None
+        how = "guards"
         if isinstance(stmt, (ast.Return, ast.Expr)):
             value = stmt.value
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             # an attribute a branch sets says what it configures (``self.ep_size``); a local
             # name (``hidden_states``) says nothing comparable across files
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            keys.extend(
-                f"set:{n}" for t in targets if isinstance(t, ast.Attribute) and (n := _key(t.attr))
-            )
+            sets = [
+                Reach(f"set:{n}", stmt.lineno, "guards", scope)
+                for t in targets
+                if isinstance(t, ast.Attribute) and (n := _key(t.attr))
+            ]
+            found.extend(sets)
             value = stmt.value
+            if sets:
+                how = "computes"
         elif isinstance(stmt, ast.Raise):
-            keys.append("raise")
+            found.append(Reach("raise", stmt.lineno, "guards", scope))
         if isinstance(value, ast.Await):
             value = value.value
         if isinstance(value, ast.Call):
-            name = _key(terminal_name(value.func))
-            if name and name not in COMMON_CALLS:
-                keys.append(f"call:{name}")
-            keys.extend(f"kw:{k.arg.lstrip('_')}" for k in value.keywords if k.arg)
-    return keys
+            found.extend(_call_reaches(value, how, scope))
+    return found
 
 
-def _calls(nodes: list[ast.AST]) -> list[str]:
-    """``call:`` and ``kw:`` keys of the calls in ``nodes`` (nested functions excluded)."""
-    keys: list[str] = []
+def _calls(nodes: list[ast.AST], scope: str, how: str = "selects") -> list[Reach]:
+    """``call:`` and ``kw:`` reaches of the calls in ``nodes`` (nested functions excluded)."""
+    found: list[Reach] = []
     stack = list(reversed(nodes))
-    while stack and len(keys) < MAX_CALLS:
+    while stack and len(found) < MAX_CALLS:
         node = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
         if isinstance(node, ast.Call):
-            name = _key(terminal_name(node.func))
-            if name and name not in COMMON_CALLS:
-                keys.append(f"call:{name}")
-            keys.extend(f"kw:{k.arg.lstrip('_')}" for k in node.keywords if k.arg)
+            found.extend(_call_reaches(node, how, scope))
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
-    return keys
+    return found
+
+
+def _calls_within(body: list[ast.stmt]) -> Iterator[ast.Call]:
+    """Every call in ``body``, the functions defined in it included (they are its code too)."""
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call):
+                yield node
+
+
+def _scope_of(cls: ast.ClassDef | None, function: Function | None) -> str:
+    return ".".join(n.name for n in (cls, function) if n is not None)
 
 
 class _Statement:
@@ -127,6 +167,11 @@ class _Statement:
             bodies.append(case.pattern.lineno)
         self.header_end = (min(bodies) - 1) if bodies else (node.end_lineno or node.lineno)
 
+    @property
+    def scope(self) -> str:
+        """``Class.function`` of the code the statement sits in."""
+        return _scope_of(self.cls, self.function)
+
 
 def _header(stmt: ast.stmt) -> Iterator[tuple[ast.AST, ast.AST]]:
     """``(node, parent)`` for every expression node of ``stmt`` itself (not of the statements
@@ -150,28 +195,38 @@ def _header(stmt: ast.stmt) -> Iterator[tuple[ast.AST, ast.AST]]:
         stack.extend((child, node) for child in reversed(list(ast.iter_child_nodes(node))))
 
 
+def _prefixed(reaches: list[Reach], line: int) -> Iterator[Reach]:
+    """``reaches`` found from the statement at ``line``, with that step in front of theirs."""
+    for reach in reaches:
+        yield replace(reach, via=(line, *reach.via))
+
+
 class Controls:
     """Reads what the sites of one module control.
 
     The module's statements are indexed once (statements only, on first use); reads of an
     assigned name and calls of a function are found by searching the source lines of their
-    scope for the name first, so only the statements on those lines are walked."""
+    scope for the name first, so only the statements on those lines are walked.
+    ``operations`` maps a reach key to the pack's role operation it is."""
 
     def __init__(
         self,
         tree: ast.Module,
         lines: list[bytes],
         grow: Callable[[set[int]], Added] | None = None,
+        operations: Operations | None = None,
     ) -> None:
         self.tree = tree
         self.lines = lines
         self.grow = grow
+        self.operations: Operations = operations or {}
         self._statements: list[_Statement] | None = None  # None: not indexed yet
         self._indexed: list[_Statement] = []
         self._by_node: dict[int, _Statement] = {}
         self._order: dict[_Statement, int] = {}  # an entry's place in the index
         self._lines: dict[int, list[_Statement]] = {}  # line -> the entries its header holds
-        self._hit_keys: dict[tuple[int, int], list[str]] = {}  # (node id, depth) -> keys
+        self._hit_reaches: dict[tuple[int, int], list[Reach]] = {}  # (node id, depth) -> found
+        self._inside: dict[str, list[Reach]] = {}  # a function's name -> its role operations
         self._text: bytes | None = None  # the lines joined, and where each starts
         self._starts: list[int] = []
 
@@ -206,31 +261,91 @@ class Controls:
             children = child_statements(stmt)
             stack.extend((c, inner_function, inner_cls) for c in reversed(children))
 
-    def keys(
-        self, node: ast.AST, stmt: ast.stmt, parents: dict[int, ast.AST], depth: int = DEPTH
-    ) -> tuple[str, ...]:
-        """The keys of what ``node``'s value (inside ``stmt``; ``parents`` maps its
-        expression ancestors up to ``stmt``) controls."""
-        return tuple(sorted(set(self._keys(node, stmt, parents, depth))))
+    def role(
+        self,
+        node: ast.AST,
+        stmt: ast.stmt,
+        parents: dict[int, ast.AST],
+        *,
+        name: str,
+        scope: str,
+        func: Function | None,
+    ) -> Role:
+        """The :class:`Role` of ``node``'s value (inside ``stmt``, in ``scope``; ``parents``
+        maps its expression ancestors up to ``stmt``), named ``name``."""
+        reaches: list[Reach] = []
+        seen: set[tuple[str, int, str]] = set()
+        for reach in self._reaches(node, stmt, parents, DEPTH, scope):
+            mark = (reach.key, reach.line, reach.how)
+            if mark not in seen:
+                seen.add(mark)
+                if reach.via and reach.via[-1] == reach.line:  # the step is the reach itself
+                    reach = replace(reach, via=reach.via[:-1])
+                reaches.append(self._marked(reach))
+        if self.operations:
+            reaches.extend(self._operations_inside(reaches, seen))
+        return Role(name=name, reaches=tuple(reaches), comment=self.comment(stmt, func))
 
-    def _keys(
-        self, node: ast.AST, stmt: ast.stmt, parents: dict[int, ast.AST], depth: int
-    ) -> Iterator[str]:
+    def _marked(self, reach: Reach) -> Reach:
+        operation = self.operations.get(reach.key, "")
+        return replace(reach, operation=operation) if operation else reach
+
+    def _operations_inside(
+        self, reaches: list[Reach], seen: set[tuple[str, int, str]]
+    ) -> list[Reach]:
+        """The role operations made inside the module's own functions that ``reaches`` call
+        (one level: ``self._reduce_shared(x)`` -> ``tensor_model_parallel_all_reduce``)."""
+        found: list[Reach] = []
+        for reach in reaches:
+            if reach.operation or not reach.key.startswith("call:"):
+                continue
+            for inner in self._inside_function(reach.key[5:]):
+                mark = (inner.key, inner.line, inner.how)
+                if mark not in seen:
+                    seen.add(mark)
+                    found.append(replace(inner, via=(*reach.via, reach.line)))
+        return found
+
+    def _inside_function(self, name: str) -> list[Reach]:
+        """The role operations the module's functions or methods called ``name`` (with any
+        leading underscores) make in their own bodies."""
+        cached = self._inside.get(name)
+        if cached is not None:
+            return cached
+        pattern = re.compile(rb"def\s+_*" + re.escape(name.encode()) + rb"\s*\(")
+        found: list[Reach] = []
+        for entry in self._statements_at(pattern, 1, len(self.lines), word=True):
+            if not isinstance(entry.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if _key(entry.node.name) != name:
+                continue
+            scope = _scope_of(entry.cls, entry.node)
+            for call in _calls_within(entry.node.body):
+                for reach in _call_reaches(call, "inside", scope):
+                    reach = self._marked(reach)
+                    if reach.operation:
+                        found.append(reach)
+        self._inside[name] = found
+        return found
+
+    def _reaches(
+        self, node: ast.AST, stmt: ast.stmt, parents: dict[int, ast.AST], depth: int, scope: str
+    ) -> Iterator[Reach]:
         child, parent = node, parents.get(id(node))
         in_test = False
         while parent is not None and parent is not stmt:
             if isinstance(parent, ast.keyword) and parent.arg:
-                yield f"kw:{parent.arg.lstrip('_')}"
+                yield Reach(f"kw:{parent.arg.lstrip('_')}", parent.value.lineno, "feeds", scope)
             if isinstance(parent, ast.IfExp) and parent.test is child:
-                yield from _calls([parent.body, parent.orelse])
+                yield from _calls([parent.body, parent.orelse], scope)
             child, parent = parent, parents.get(id(parent))
         if isinstance(stmt, (ast.If, ast.While)) and child is stmt.test:
             in_test = True
         if in_test:
-            yield from _effects(stmt.body)  # type: ignore[attr-defined]
-            yield from _effects(stmt.orelse)  # type: ignore[attr-defined]
+            yield from _effects(stmt.body, scope)  # type: ignore[attr-defined]
+            yield from _effects(stmt.orelse, scope)  # type: ignore[attr-defined]
         elif isinstance(stmt, ast.Assert):
-            yield "call:assert"
+            yield Reach("call:assert", stmt.lineno, "guards", scope)
         if depth <= 0:
             return
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
@@ -238,7 +353,7 @@ class Controls:
             for target in targets:
                 name = _key(terminal_name(target))
                 if name:
-                    yield f"set:{name}"
+                    yield Reach(f"set:{name}", stmt.lineno, "stores", scope)
                     yield from self._reads(target, stmt, depth - 1)
         elif isinstance(stmt, ast.Return):
             self._index()
@@ -274,9 +389,9 @@ class Controls:
         found = {entry for line in lines for entry in self._lines.get(line, ())}
         return sorted(found, key=self._order.__getitem__)
 
-    def _reads(self, target: ast.expr, stmt: ast.stmt, depth: int) -> Iterator[str]:
-        """The keys of every read of ``target`` (``self.x`` in its class, ``x`` in its
-        function)."""
+    def _reads(self, target: ast.expr, stmt: ast.stmt, depth: int) -> Iterator[Reach]:
+        """What every read of ``target`` (``self.x`` in its class, ``x`` in its function)
+        reaches."""
         self._index()
         entry = self._by_node.get(id(stmt))
         if entry is None:
@@ -309,7 +424,9 @@ class Controls:
         last = (scope.end_lineno if scope is not None else None) or len(self.lines)  # type: ignore[attr-defined]
         yield from self._found(self._statements_at(pattern, first, last, word=word), matches, depth)
 
-    def _found(self, statements: list[_Statement], matches, depth: int) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    def _found(
+        self, statements: list[_Statement], matches: Callable[[ast.AST], bool], depth: int
+    ) -> Iterator[Reach]:
         for found in statements:
             if found.parents is None:
                 pairs = list(_header(found.node))
@@ -318,13 +435,15 @@ class Controls:
             for hit in [n for n in found.header if matches(n)]:
                 # many sites ask about the same reads (``self.x`` assigned in one place, read
                 # in many): what a node controls, to a depth, is worked out once
-                keys = self._hit_keys.get((id(hit), depth))
-                if keys is None:
-                    keys = list(self._keys(hit, found.node, found.parents, depth))
-                    self._hit_keys[(id(hit), depth)] = keys
-                yield from keys
+                reaches = self._hit_reaches.get((id(hit), depth))
+                if reaches is None:
+                    reaches = list(
+                        self._reaches(hit, found.node, found.parents, depth, found.scope)
+                    )
+                    self._hit_reaches[(id(hit), depth)] = reaches
+                yield from _prefixed(reaches, found.node.lineno)
 
-    def _callers(self, func: Function, depth: int) -> Iterator[str]:
+    def _callers(self, func: Function, depth: int) -> Iterator[Reach]:
         name = func.name
         pattern = re.compile(re.escape(name.encode()) + rb"\s*\(")
 

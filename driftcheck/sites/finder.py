@@ -19,7 +19,7 @@ from ..model import Site, Universe
 from .build import Shape, SiteBuilder, make_site
 from .classify import classify
 from .context import Function, site_context
-from .controls import Controls
+from .controls import Controls, Operations
 from .receivers import (
     ReceiverScope,
     annotated_params,
@@ -58,6 +58,7 @@ class SiteFinder:
         path: str,
         hot_lines: Sequence[int] | None = None,
         grow: Callable[[set[int]], Added] | None = None,
+        operations: Operations | None = None,
     ) -> None:
         self.universes = list(universes)
         self.source = source
@@ -70,7 +71,7 @@ class SiteFinder:
         self.sites: list[Site] = []
         self._parents: dict[int, ast.AST] = {}
         self._builders = [SiteBuilder(u) for u in self.universes]
-        self._controls = Controls(tree, self.lines, grow)
+        self._controls = Controls(tree, self.lines, grow, operations)
         # per universe, the members earlier exits of the enclosing blocks sent elsewhere
         self._settled: dict[str, frozenset[str]] = {}
         self._test_sites: dict[int, list[Site]] = {}  # an ``if`` test's id -> its sites
@@ -312,7 +313,7 @@ class SiteFinder:
         guards: tuple[ast.expr, ...],
         parent_if: ast.If | None,
     ) -> None:
-        context, role = site_context(node, stmt, func, self._parents)
+        context, role_name = site_context(node, stmt, func, self._parents)
         whole_return = isinstance(stmt, ast.Return) and stmt.value is node
         enumerator = (
             func.name if (func is not None and context == "return" and whole_return) else None
@@ -323,18 +324,20 @@ class SiteFinder:
             path=self.path,
             symbol=".".join(qualname) or "<module>",
             context=context,
-            role=role,
+            role=role_name,
             enumerator=enumerator,
             segment=self.segment,
             statement_line=stmt.lineno,
             universe=lens.builder.universe.key,
         )
         kind = self._classify(node, stmt, lens, guards, parent_if)
+        role = self._controls.role(
+            node, stmt, self._parents, name=role_name, scope=".".join(qualname), func=func
+        )
         site = replace(
             site,
             kind=kind,  # type: ignore[arg-type]
-            controls=self._controls.keys(node, stmt, self._parents),
-            comment=self._controls.comment(stmt, func),
+            role=role,
             settled=self._settled.get(site.universe, frozenset()) - site.members,
         )
         if isinstance(stmt, ast.If) and stmt.test is node:
@@ -426,9 +429,11 @@ def find_sites(
     path: str,
     hot_lines: Sequence[int] | None = None,
     grow: Callable[[set[int]], Added] | None = None,
+    operations: Operations | None = None,
 ) -> list[Site]:
     """All sites in a parsed module (``hot_lines`` prunes statements without tokens; ``grow``
-    parses more of a partially parsed module when a question needs it)."""
+    parses more of a partially parsed module when a question needs it; ``operations`` maps
+    reach keys to the pack's role operations)."""
     if isinstance(universes, Universe):
         universes = [universes]
-    return SiteFinder(universes, source, tree, path, hot_lines, grow).find()
+    return SiteFinder(universes, source, tree, path, hot_lines, grow, operations).find()
