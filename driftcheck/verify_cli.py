@@ -1,15 +1,17 @@
 """``driftcheck verify`` and ``driftcheck gen-test``.
 
 ``verify`` proves each finding's fix with a truth table (CPU, milliseconds) and, with
-``--layer``, confirms it on the K3-style MoE layer harness (torch; CPU gloo or CUDA NCCL), with
-the dispatcher models (``--dispatcher model``) or DeepEP's real buffers (``--dispatcher deep_ep``:
-the legacy ``Buffer`` for deepep, the ``ElasticBuffer`` for deepep_v2, one rank per GPU).
-Exit codes: 0 every site proven (and, with ``--layer``, every site run confirmed); 1 a site
+``--layer``, runs the tree's own MoE block (the class its value flows into, built from the
+tree's module as written and as the fix writes it, its runtime substituted: torch; CPU gloo or
+CUDA NCCL) for a member the site includes and one it misses, and judges by A/B equality
+(:mod:`driftcheck.runtime_verify.block`). The DeepEP dispatchers behind the experts are models of
+DeepEP's two buffers (``--dispatcher model``) or its real buffers (``--dispatcher deep_ep``).
+Exit codes: 0 every site proven (and, with ``--layer``, every unit run confirmed); 1 a site
 refuted or unproven, or a layer run refuted or inconclusive; 2 bad usage, an unreadable tree,
 or a layer run that could not start (``--dispatcher deep_ep`` without an importable DeepEP or
-without a GPU per rank: never a silent fallback to the models); 3 (``--layer`` only, everything else passing) no site is
-eligible for a layer run (none chooses a communication plan the harness models), so nothing
-was confirmed.
+without a GPU per rank: never a silent fallback); 3 (``--layer`` only, everything else
+passing) no site is eligible for a layer run (none reaches a role operation the pack
+declares), so nothing was confirmed.
 
 ``gen-test`` writes the registry-completeness pytest module for the target repository.
 """
@@ -31,7 +33,7 @@ from .report.text import format_problem
 from .runtime_verify.layer.shapes import SHAPES
 
 if TYPE_CHECKING:
-    from .runtime_verify.layer_run import LayerSettings
+    from .runtime_verify.block.job import LayerSettings
     from .runtime_verify.proof import SiteProof
 
 DEFAULT_CODES = ("DC001", "DC003")
@@ -66,9 +68,7 @@ def _family_findings(result: CheckResult, fix_style: str | None) -> list[Finding
 def _arms(value: str) -> tuple[str, str]:
     arms = tuple(a.strip() for a in value.split(",") if a.strip())
     if len(arms) != 2 or arms[0] == arms[1]:
-        raise click.BadParameter(
-            "give two different backends: REFERENCE,TEST (e.g. deepep,deepep_v2)"
-        )
+        raise click.BadParameter("give two different members: REFERENCE,TEST")
     return arms  # type: ignore[return-value]
 
 
@@ -127,9 +127,16 @@ def _arms(value: str) -> tuple[str, str]:
 )
 @click.option(
     "--arms",
-    default="deepep,deepep_v2",
-    show_default=True,
-    help="--layer: REFERENCE,TEST backends.",
+    default=None,
+    help="--layer: REFERENCE,TEST members (default: the pack's arms where the sites include "
+    "the first and their fixes add the second, else members of their own that do).",
+)
+@click.option(
+    "--configuration",
+    "configuration",
+    default=None,
+    help="--layer: run only this of the pack's configurations (default: each in turn until "
+    "one shows the drift).",
 )
 @click.option(
     "--seed", type=int, default=0, show_default=True, help="--layer: weight and input seed."
@@ -147,9 +154,9 @@ def _arms(value: str) -> tuple[str, str]:
     type=click.Choice(["model", "deep_ep"]),
     default="model",
     show_default=True,
-    help="--layer: the DeepEP arms' dispatchers: models of DeepEP's two buffers (any device), "
-    "or DeepEP's real kernels (deep_ep: deepep on the legacy Buffer, deepep_v2 on the "
-    "ElasticBuffer; CUDA, one rank per GPU, bf16 shapes).",
+    help="--layer: the dispatchers behind the experts: models of DeepEP's two buffers (any "
+    "device), or DeepEP's real kernels (deep_ep: the legacy Buffer or the ElasticBuffer, as "
+    "the pack's [verify.dispatchers] assigns each member; CUDA, one rank per GPU, bf16 shapes).",
 )
 @click.option(
     "--report",
@@ -175,7 +182,8 @@ def verify_command(
     device: str,
     world_size: int,
     shape: str,
-    arms: str,
+    arms: str | None,
+    configuration: str | None,
     seed: int,
     runner: str,
     dispatcher: str,
@@ -187,7 +195,7 @@ def verify_command(
     from .runtime_verify.render import proof_dict, render_json, render_text, summary
     from .runtime_verify.site_filter import select as select_sites
 
-    arm_pair = _arms(arms) if layer else ("deepep", "deepep_v2")
+    arm_pair = _arms(arms) if layer and arms is not None else None
     if report_md_path is not None and not layer:
         raise click.UsageError("--report-md needs --layer")
     if dispatcher != "model":
@@ -197,9 +205,11 @@ def verify_command(
     proofs = [prove(result, finding) for finding in findings]
     layer_report = None
     if layer:
-        from .runtime_verify.layer_run import LayerSettings
+        from .runtime_verify.block.job import LayerSettings
 
-        settings = LayerSettings(arm_pair, shape, world_size, device, seed, runner, dispatcher)
+        settings = LayerSettings(
+            arm_pair, shape, world_size, device, seed, runner, dispatcher, configuration
+        )
         layer_report = _run_layer(result, proofs, settings)
     if output_format == "json":
         document: dict[str, Any] = {"sites": [proof_dict(p) for p in proofs]}
@@ -209,7 +219,9 @@ def verify_command(
     else:
         click.echo(render_text(proofs), nl=False)
         if layer_report is not None:
-            click.echo(_layer_summary(layer_report))
+            from .runtime_verify.block.report import layer_summary
+
+            click.echo(layer_summary(layer_report))
     for problem in result.problems:
         click.echo(format_problem(problem, False, result.project.show(problem.path)), err=True)
     click.echo(summary(proofs), err=True)
@@ -220,7 +232,7 @@ def verify_command(
             else render_json(proofs)
         )
     if report_md_path is not None and layer_report is not None:
-        from .runtime_verify.layer_run import layer_markdown
+        from .runtime_verify.block.report import layer_markdown
 
         report_md_path.write_text(layer_markdown(layer_report))
     if result.problems:
@@ -241,7 +253,7 @@ def _check_deep_ep_usage(layer: bool, device: str, shape: str) -> None:
 
 
 def _exit_code(proofs: list[SiteProof], layer_report: dict[str, Any] | None) -> int:
-    from .runtime_verify.layer_run import NO_ELIGIBLE_SITE, layer_passed
+    from .runtime_verify.block.run import NO_ELIGIBLE_SITE, layer_passed
 
     if not all(p.verdict == "proven" for p in proofs):
         return 1
@@ -253,10 +265,11 @@ def _exit_code(proofs: list[SiteProof], layer_report: dict[str, Any] | None) -> 
 def _run_layer(
     result: CheckResult, proofs: list[SiteProof], settings: LayerSettings
 ) -> dict[str, Any]:
-    from .runtime_verify.layer_run import run_layer
+    from .runtime_verify.block.pack import PackError
+    from .runtime_verify.block.run import run_layer
 
     assert result.universe is not None
-    unknown = [arm for arm in settings.arms if arm not in result.universe.values]
+    unknown = [arm for arm in settings.arms or () if arm not in result.universe.values]
     if unknown:
         click.echo(
             f"error: --arms names {', '.join(unknown)}, not members of {result.universe.enum_name}",
@@ -271,43 +284,16 @@ def _run_layer(
     from .runtime_verify.layer.deep_ep_module import DeepEPUnavailable
 
     try:
-        return run_layer(
-            proofs, settings, result.root, progress=lambda text: click.echo(text, err=True)
-        )
+        return run_layer(result, proofs, settings, progress=lambda text: click.echo(text, err=True))
+    except PackError as exc:
+        click.echo(f"error: {result.config.source or 'the pack'}: {exc}", err=True)
+        sys.exit(2)
     except DeepEPUnavailable as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
     except Exception as exc:  # a rank's failure (no GPU, NCCL, memory) arrives as any type
         click.echo(f"error: the layer run failed: {type(exc).__name__}: {exc}", err=True)
         sys.exit(2)
-
-
-def _layer_summary(report: dict[str, Any]) -> str:
-    arms = report["arms"]
-    runner = report.get("runner")
-    used = f"{runner['used']} {runner['version']}" if runner else "n/a"
-    lines = [
-        "",
-        f"layer verification ({arms['reference']} vs {arms['test']}, runner {used}): "
-        f"{report['verdict']}",
-    ]
-    for site in report["sites"]:
-        lines.append(
-            f"  {site['path']}:{site['line']} {site['symbol']} [{site['role']}]: "
-            f"{site['verdict']}: {site['verdict_reason']}"
-        )
-    for entry in report["not_plan_sites"]:
-        lines.append(f"  {entry['path']}:{entry['line']} {entry['symbol']}: {entry['reason']}")
-    for skipped in report["skipped"]:
-        lines.append(
-            f"  {skipped['path']}:{skipped['line']} {skipped['symbol']}: not run: {skipped['reason']}"
-        )
-    if not report["sites"]:
-        lines.append(
-            "  no site is eligible for a layer run: none chooses a communication plan the "
-            "harness models"
-        )
-    return "\n".join(lines)
 
 
 @click.command("gen-test")

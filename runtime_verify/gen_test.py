@@ -3,7 +3,10 @@
 One test function per enumeration site, named after its path and symbol, so a failure names
 the site. Each test asks :class:`~driftcheck.runtime_verify.registry.SiteRegistry` whether the
 site, as its source reads when the test runs, accepts every backend its canonical helper
-accepts (minus declared exemptions). The module imports driftcheck and points it at the
+accepts (minus declared exemptions), and whether its value still reaches the role operations
+it reached when the test was written (the role the engine records on the Site: a TP reduce,
+the forward switch...), so a site that moves to another job is not silently held to the old
+family. The module imports driftcheck and points it at the
 repository root; it never imports the repository's own code.
 """
 
@@ -33,6 +36,8 @@ class GeneratedTest:
     canonical: str
     line: int
     text: str
+    # the role operations the site's value reaches (its role on the Site), asserted too
+    operations: tuple[str, ...] = ()
 
 
 def _slug(text: str) -> str:
@@ -68,6 +73,7 @@ def planned_tests(registry: SiteRegistry) -> list[GeneratedTest]:
                     family.name,
                     test.span.line,
                     test.site.text,
+                    tuple(sorted({r.operation for r in test.site.role.operations})),
                 )
             )
     return _unique(tests)
@@ -129,6 +135,11 @@ def render_module(tests: list[GeneratedTest], root: Path, output: Path) -> str:
             f"        {json.dumps(test.symbol)},",
             f"        {test.ordinal},",
             f"        {json.dumps(test.canonical)},",
+            *(
+                [f"        operations=({', '.join(json.dumps(o) for o in test.operations)},),"]
+                if test.operations
+                else []
+            ),
             "    )",
         ]
     return "\n".join(lines) + "\n"
@@ -138,9 +149,11 @@ def _docstring(test: GeneratedTest) -> list[str]:
     """``path:line symbol``, then the site's text wrapped, safe inside triple quotes."""
     text = " ".join(test.text.split()).replace("\\", "\\\\").replace('"', '\\"')
     wrapped = textwrap.wrap(text, LINE_LIMIT - 4, break_long_words=False, break_on_hyphens=False)
+    role = [f"    Its value reaches: {', '.join(test.operations)}."] if test.operations else []
     return [
         f'    """{test.path}:{test.line} {test.symbol}',
         "",
         *(f"    {line}" for line in wrapped),
+        *(["", *role] if role else []),
         '    """',
     ]

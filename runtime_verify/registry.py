@@ -187,8 +187,16 @@ class SiteRegistry:
                     break
         return tuple(missing)
 
-    def assert_complete(self, path: str, symbol: str, ordinal: int, canonical: str) -> None:
-        """Fail, naming the site and the members, unless it accepts all its helper accepts."""
+    def assert_complete(
+        self,
+        path: str,
+        symbol: str,
+        ordinal: int,
+        canonical: str,
+        operations: Sequence[str] = (),
+    ) -> None:
+        """Fail, naming the site and the members, unless it accepts all its helper accepts;
+        and, naming them, unless its value still reaches ``operations`` (its role)."""
         __tracebackhide__ = True  # pytest shows the generated test's line, not this one
         family = self.family(canonical)
         tests = self.tests_in(path, symbol, family)
@@ -200,6 +208,15 @@ class SiteRegistry:
         test = tests[ordinal]
         if test.site is None:
             return  # a bare call of the helper accepts exactly the family
+        reached = {r.operation for r in test.site.role.operations}
+        lost = [o for o in operations if o not in reached]
+        if lost:
+            raise AssertionError(
+                f"{path}:{test.span.line} {symbol}: its value no longer reaches "
+                f"{', '.join(lost)} (its role when this test was generated; it reaches "
+                f"{', '.join(sorted(reached)) or 'no role operation'} now): check the site is "
+                "still a copy of the family, then regenerate this module with driftcheck gen-test"
+            )
         try:
             missing = self.unaccepted(test.site, family)
         except Unproven as exc:

@@ -190,3 +190,37 @@ def test_on_sglang_0_5_23_it_fails_at_every_reported_site_until_fixed(
     fixed = run_generated(module)
     assert fixed.returncode == 0, fixed.stdout[-2000:]
     assert failed_tests(fixed) == []
+
+
+K3_LIKE_ROLE = K3_LIKE + (
+    "\n\nclass Block:\n"
+    "    def __init__(self):\n"
+    "        self.ep_a2a = uses_ep_a2a()\n\n"
+    "    def forward(self, x):\n"
+    "        if not self.ep_a2a:\n"
+    "            x = tensor_model_parallel_all_reduce(x)\n"
+    "        return x\n"
+)
+
+
+def test_the_generated_test_names_the_sites_role(runner: CliRunner, tmp_path: Path) -> None:
+    tree = example_tree(tmp_path, K3_LIKE_ROLE)
+    module = tree / "tests/test_backend_registry.py"
+    assert cli(runner, "gen-test", tree, "-o", module).exit_code == 0
+    text = module.read_text()
+    assert "    Its value reaches: tp-reduce.\n" in text
+    assert '        operations=("tp-reduce",),\n' in text
+
+
+def test_a_site_whose_value_no_longer_reaches_its_role_fails(tmp_path: Path) -> None:
+    code = K3_LIKE_ROLE.replace("x = tensor_model_parallel_all_reduce(x)", "x = x * 2")
+    registry = SiteRegistry.load(example_tree(tmp_path, code), [EXAMPLE_PATH])
+    with pytest.raises(AssertionError) as raised:
+        registry.assert_complete(
+            EXAMPLE_PATH, "uses_ep_a2a", 0, "is_deepep_class_backend", operations=("tp-reduce",)
+        )
+    assert str(raised.value) == (
+        "sglang/srt/models/example.py:11 uses_ep_a2a: its value no longer reaches tp-reduce "
+        "(its role when this test was generated; it reaches no role operation now): check the "
+        "site is still a copy of the family, then regenerate this module with driftcheck gen-test"
+    )

@@ -1,22 +1,24 @@
 """``--dispatcher deep_ep``: what runs without DeepEP or GPUs.
 
 The argument checks, the environment every rank gets, the clear refusal when DeepEP cannot run
-here, the expanded-layout bookkeeping, and whole runs (gloo, CPU) with ``tests/doubles/
-fake_deep_ep.py``, a stand-in with DeepEP's call signatures: the deepep arm calls the legacy
-``Buffer``, the deepep_v2 arm the ``ElasticBuffer``, and each arm's plan still comes from the
-site's predicate.
+here, the expanded-layout bookkeeping, and a whole run of the tree's block (gloo, CPU) with
+``tests/doubles/fake_deep_ep.py``, a stand-in with DeepEP's call signatures: the member the pack
+puts on the legacy buffer calls ``Buffer``, the elastic one ``ElasticBuffer``.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 import types
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from driftcheck.runtime_verify.block.job import Arms, BlockJob, LayerSettings
+from driftcheck.runtime_verify.block.pack import read_verify_pack
 from driftcheck.runtime_verify.layer.deep_ep_env import (
     DEEP_EP_DEFAULTS,
     MULTICAST_OFF,
@@ -29,17 +31,13 @@ from driftcheck.runtime_verify.layer.deep_ep_module import (
     load_deep_ep,
     preflight,
 )
-from driftcheck.runtime_verify.layer.family import DEEPEP_FAMILY
-from driftcheck.runtime_verify.layer.job import Job
 from rule_harness import EXAMPLE_PATH, example_tree
 
 from driftcheck.cli import main
+from driftcheck.config import default_config
 
 DOUBLES = Path(__file__).resolve().parent / "doubles"
-K3_PLANS = {
-    "before": {"deepep": True, "deepep_v2": False},
-    "after": {"deepep": True, "deepep_v2": True},
-}
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "block_like"
 K3_LIKE = (
     "def uses_ep_a2a() -> bool:\n"
     "    _a2a_backend = get_moe_a2a_backend()\n"
@@ -61,19 +59,22 @@ K3_LIKE = (
 )
 
 
-def job(**changes: object) -> Job:
+def job(**changes: object) -> BlockJob:
+    pack = read_verify_pack(default_config().verify)
     fields: dict = {
-        "plans": K3_PLANS,
-        "arms": ("deepep", "deepep_v2"),
-        "shape": "tiny-bf16",
-        "world_size": 2,
-        "device": "cuda",
-        "family": DEEPEP_FAMILY,
-        "seed": 0,
-        "dispatcher": "deep_ep",
+        "root": ".",
+        "path": "m.py",
+        "module": "m",
+        "block": "Block",
+        "texts": {"before": "", "after": ""},
+        "arms": Arms("deepep", "deepep_v2"),
+        "enum": "m:E",
+        "family": frozenset({"deepep", "deepep_v2"}),
+        "pack": pack,
+        "configurations": pack.configurations,
     }
-    fields.update(changes)
-    return Job(**fields)
+    settings = {"shape": "tiny-bf16", "device": "cuda", "dispatcher": "deep_ep", **changes}
+    return BlockJob(**fields, settings=LayerSettings(**settings))
 
 
 # --- the environment of every rank ---------------------------------------------------------
@@ -105,7 +106,7 @@ def test_multicast_is_forced_off_and_deep_ep_settings_are_only_defaults() -> Non
 # --- argument validation -------------------------------------------------------------------
 
 
-def test_a_deep_ep_job_is_valid_for_the_two_deepep_arms_on_cuda_in_bf16() -> None:
+def test_a_deep_ep_job_is_valid_on_cuda_in_bf16() -> None:
     job().validate()
     job(shape="k3").validate()
 
@@ -116,13 +117,6 @@ def test_a_deep_ep_job_is_valid_for_the_two_deepep_arms_on_cuda_in_bf16() -> Non
         ({"dispatcher": "deepep"}, "dispatcher must be one of model, deep_ep"),
         ({"device": "cpu"}, "runs DeepEP's CUDA kernels: use --device cuda"),
         ({"shape": "tiny"}, "moves bfloat16 tokens; shape 'tiny' is float32"),
-        (
-            {
-                "arms": ("deepep", "mooncake"),
-                "plans": {"before": {"deepep": True, "mooncake": False}},
-            },
-            "deepep_v2 (ElasticBuffer) only, not mooncake",
-        ),
     ],
 )
 def test_a_deep_ep_job_that_cannot_be_run_is_refused_naming_why(
@@ -170,20 +164,6 @@ def test_preflight_names_every_reason_at_once() -> None:
         preflight("no_such_deep_ep_module", "cuda", 2)
     assert "importing it failed" in str(caught.value)
     assert f"need 2 GPUs, {torch.cuda.device_count()} visible" in str(caught.value)
-
-
-def test_confirm_plans_refuses_before_any_rank_starts() -> None:
-    pytest.importorskip("torch")
-    from driftcheck.runtime_verify.layer import confirm_plans
-
-    with pytest.raises(DeepEPUnavailable, match="importing it failed"):
-        confirm_plans(
-            K3_PLANS,
-            shape="tiny-bf16",
-            device="cuda",
-            dispatcher="deep_ep",
-            deep_ep_module="no_such_deep_ep_module",
-        )
 
 
 # --- the CLI -------------------------------------------------------------------------------
@@ -249,28 +229,32 @@ def test_the_cli_exits_2_when_the_host_has_fewer_gpus_than_ranks(
     assert f"2 ranks on this host need 2 GPUs, {torch.cuda.device_count()} visible" in stderr
 
 
-# --- whole runs with the stand-in buffers (gloo, CPU) --------------------------------------
+# --- a whole run of the tree's block with the stand-in buffers (gloo, CPU) -----------------
 
 
-def _run_with_stand_in(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plans: dict, arms: tuple[str, str]
-) -> tuple[dict, dict[int, list[dict]]]:
-    from driftcheck.runtime_verify.layer import confirm_plans
+@pytest.fixture(scope="module")
+def block_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict[int, list[dict]]]:
+    pytest.importorskip("torch")
+    from driftcheck.runtime_verify.block.run import LayerSettings, run_layer
+    from driftcheck.runtime_verify.proof import prove
 
-    log = tmp_path / "calls"
+    from driftcheck.engine import check
+    from driftcheck.fix.apply import attach_fixes
+
+    tmp = tmp_path_factory.mktemp("deep_ep")
+    tree, log = tmp / "tree", tmp / "calls"
+    shutil.copytree(FIXTURE, tree)
     log.mkdir()
-    monkeypatch.syspath_prepend(str(DOUBLES))  # spawned ranks inherit sys.path
-    monkeypatch.setenv("FAKE_DEEP_EP_LOG", str(log))
-    monkeypatch.setenv("NCCL_NVLS_ENABLE", "1")  # the ranks must turn it off anyway
-    report = confirm_plans(
-        plans,
-        arms=arms,
-        shape="tiny-bf16",
-        world_size=2,
-        device="cpu",
-        dispatcher="deep_ep",
-        deep_ep_module="fake_deep_ep",
-    )
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.syspath_prepend(str(DOUBLES))  # spawned ranks inherit sys.path
+        monkeypatch.setenv("FAKE_DEEP_EP_LOG", str(log))
+        monkeypatch.setenv("NCCL_NVLS_ENABLE", "1")  # the ranks must turn it off anyway
+        result = check([tree], use_cache=False, select=["DC001"])
+        [finding] = attach_fixes(result, result.findings, "minimal")
+        settings = LayerSettings(
+            shape="tiny-bf16", dispatcher="deep_ep", deep_ep_module="fake_deep_ep"
+        )
+        report = run_layer(result, [prove(result, finding)], settings)
     calls = {
         rank: [json.loads(line) for line in (log / f"rank{rank}.jsonl").read_text().splitlines()]
         for rank in (0, 1)
@@ -278,108 +262,38 @@ def _run_with_stand_in(
     return report, calls
 
 
-@pytest.fixture(scope="module")
-def k3_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict[int, list[dict]]]:
-    pytest.importorskip("torch")
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        return _run_with_stand_in(
-            tmp_path_factory.mktemp("k3"), monkeypatch, K3_PLANS, ("deepep", "deepep_v2")
-        )
-
-
-def _dispatched(calls: list[dict], buffer: str) -> list[int]:
-    return [c["tokens"] for c in calls if c["buffer"] == buffer and c["call"] == "dispatch"]
-
-
 @pytest.mark.torch
-def test_the_deepep_arm_runs_on_the_legacy_buffer_and_deepep_v2_on_the_elastic_buffer(
-    k3_run: tuple[dict, dict],
+def test_each_member_runs_behind_the_buffer_the_pack_gives_it(
+    block_run: tuple[dict, dict],
 ) -> None:
-    report, calls = k3_run
-    for phase in ("before", "after"):
-        assert report[phase]["dispatcher"] == {
-            "deepep": "deepep-legacy-buffer",
-            "deepep_v2": "deepep-elastic-buffer",
-        }
-    for rank in (0, 1):
-        sequence = [(c["buffer"], c["call"]) for c in calls[rank]]
-        assert ("Buffer", "get_dispatch_layout") in sequence
-        assert ("Buffer", "combine") in sequence and ("ElasticBuffer", "combine") in sequence
-        expanded = [c for c in calls[rank] if c["call"] == "dispatch" and "do_expand" in c]
-        assert expanded and all(c["do_expand"] and c["buffer"] == "ElasticBuffer" for c in expanded)
-        assert sequence[-2:] == [("Buffer", "destroy"), ("ElasticBuffer", "destroy")]
-    environment = report["environment"]
-    assert environment["dispatcher"] == "deep_ep"
-    assert environment["deep_ep"]["module"] == "fake_deep_ep"
-    assert environment["deep_ep"]["max_local_experts"] == 128
-    assert environment["deep_ep"]["elastic"]["num_max_tokens_per_rank"] == 21
-
-
-@pytest.mark.torch
-def test_each_arms_plan_still_comes_from_the_predicate(k3_run: tuple[dict, dict]) -> None:
-    report, calls = k3_run
-    assert report["before"]["plan"] == {"deepep": "ep_a2a", "deepep_v2": "standard"}
-    assert report["after"]["plan"] == {"deepep": "ep_a2a", "deepep_v2": "ep_a2a"}
-    # the standard plan dispatches the DP-gathered batch (21 tokens) from each rank: only
-    # deepep_v2 takes it, once, before the fix (then once more on its correct plan, locally)
-    local = {0: 11, 1: 10}
-    for rank in (0, 1):
-        assert _dispatched(calls[rank], "Buffer") == [local[rank], local[rank]]
-        assert _dispatched(calls[rank], "ElasticBuffer") == [21, local[rank], local[rank]]
-
-
-@pytest.mark.torch
-def test_before_the_fix_the_elastic_buffer_arm_shows_the_double_reduce(
-    k3_run: tuple[dict, dict],
-) -> None:
-    report, _ = k3_run
-    before, after = report["before"], report["after"]
-    assert before["signature"]["deepep_v2"]["ratio"] == pytest.approx(2.0, abs=0.02)
-    assert before["signature"]["deepep_v2"]["detected"] is True
-    assert before["signature"]["deepep"]["detected"] is False
-    assert after["agreement"]["passed"] is True
-    assert report["criterion"]["kind"] == "tolerance"
-    assert report["verdict"] == "confirmed"
-
-
-@pytest.mark.torch
-def test_each_real_buffer_arm_is_compared_with_its_model_on_the_same_inputs(
-    k3_run: tuple[dict, dict],
-) -> None:
-    report, _ = k3_run
-    for phase in ("before", "after"):
-        emulated = report[phase]["emulated"]
-        assert emulated["deepep"]["model"] == "deepep-legacy-normal"
-        assert emulated["deepep"]["bit_exact"] is True  # the same operations in the same order
-        assert emulated["deepep_v2"]["model"] == "deepep-elastic-expand"
-        assert 0 < emulated["deepep_v2"]["rel_l2"] <= 1e-2  # one reduction per rank first
-
-
-@pytest.mark.torch
-def test_every_rank_saw_multicast_off_and_deep_eps_settings(k3_run: tuple[dict, dict]) -> None:
-    report, calls = k3_run
-    expected = {**MULTICAST_OFF, **DEEP_EP_DEFAULTS}
-    for rank in (0, 1):
-        inits = [c for c in calls[rank] if c["call"] == "init"]
-        assert [c["buffer"] for c in inits] == ["Buffer", "ElasticBuffer"]
-        assert all(c["env"] == expected for c in inits)
-    assert report["environment"]["rank_env"] == " ".join(f"{k}={v}" for k, v in expected.items())
-
-
-@pytest.mark.torch
-def test_a_predicate_that_drops_deepep_double_reduces_on_the_legacy_buffer(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pytest.importorskip("torch")
-    plans = {
-        "before": {"deepep_v2": True, "deepep": False},
-        "after": {"deepep_v2": True, "deepep": True},
+    report, _ = block_run
+    [unit] = report["units"]
+    runs = unit["configurations"][0]["runs"]
+    experts = {
+        (r["phase"], r["arm"]): [s for s in r["substituted"] if s.startswith("experts[")]
+        for r in runs
     }
-    report, calls = _run_with_stand_in(tmp_path, monkeypatch, plans, ("deepep_v2", "deepep"))
-    assert report["before"]["plan"] == {"deepep_v2": "ep_a2a", "deepep": "standard"}
-    assert 21 in _dispatched(calls[0], "Buffer")  # the gathered batch, on the legacy buffer
-    assert report["before"]["signature"]["deepep"]["ratio"] == pytest.approx(2.0, abs=0.02)
-    assert report["verdict"] == "confirmed"
+    assert experts == {
+        ("before", "deepep"): ["experts[legacy-buffer]"],
+        ("before", "deepep_v2"): ["experts[elastic-buffer]"],
+        ("before", "mooncake"): ["experts[legacy-buffer]"],
+        ("after", "deepep"): ["experts[legacy-buffer]"],
+        ("after", "deepep_v2"): ["experts[elastic-buffer]"],
+    }
+
+
+@pytest.mark.torch
+def test_the_buffers_are_called_on_every_rank(block_run: tuple[dict, dict]) -> None:
+    _, calls = block_run
+    for rank in (0, 1):
+        buffers = {(c["buffer"], c["call"]) for c in calls[rank]}
+        assert {("Buffer", "dispatch"), ("ElasticBuffer", "dispatch")} <= buffers
+
+
+@pytest.mark.torch
+def test_the_real_buffers_confirm_the_drift(block_run: tuple[dict, dict]) -> None:
+    [unit] = block_run[0]["units"]
+    assert unit["verdict"] == "confirmed"
 
 
 # --- the expanded layout and the legacy handle ---------------------------------------------
@@ -415,45 +329,14 @@ def test_the_legacy_handle_gives_each_received_rows_source() -> None:
     assert _legacy_sources(handle, 0).tolist() == [[0, 0], [0, 4], [1, 1], [1, 2], [1, 3]]
 
 
-def test_only_deepep_and_deepep_v2_have_real_buffers() -> None:
+def test_the_real_buffers_are_those_of_the_legacy_and_elastic_kinds() -> None:
     pytest.importorskip("torch")
     from driftcheck.runtime_verify.layer.deep_ep_dispatchers import (
         deep_ep_expert_cap,
         deep_ep_implementation_of,
     )
 
-    assert deep_ep_implementation_of("deepep", DEEPEP_FAMILY) == "deepep-legacy-buffer"
-    assert deep_ep_implementation_of("deepep_v2", DEEPEP_FAMILY) == "deepep-elastic-buffer"
-    assert deep_ep_implementation_of("flashinfer", DEEPEP_FAMILY) == "tp-partial-sum"
-    with pytest.raises(ValueError, match="not pplx"):
-        deep_ep_implementation_of("pplx", DEEPEP_FAMILY)
+    assert deep_ep_implementation_of("legacy") == "legacy-buffer"
+    assert deep_ep_implementation_of("elastic") == "elastic-buffer"
+    assert deep_ep_implementation_of("partial") == "tp-partial-sum"
     assert deep_ep_expert_cap(2) == 256  # K3's 384 experts do not fit the legacy kernels at W=2
-
-
-@pytest.mark.torch
-def test_the_markdown_report_lists_the_real_buffers_against_their_models(
-    k3_run: tuple[dict, dict],
-) -> None:
-    from driftcheck.runtime_verify.layer import report_markdown
-
-    text = report_markdown(k3_run[0])
-    assert "Real DeepEP buffers against their models (same plan, weights and tokens):" in text
-    assert "| after | deepep | deepep-legacy-buffer | deepep-legacy-normal | yes | 0 | 0 |" in text
-    assert "| dispatcher | deep_ep |" in text
-
-
-@pytest.mark.torch
-@pytest.mark.parametrize(
-    ("device", "message"),
-    [("cpu", "use --device cuda"), ("cuda", "--dispatcher deep_ep needs DeepEP's deep_ep")],
-)
-def test_the_demonstration_exits_2_when_deep_ep_cannot_run(
-    device: str, message: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
-) -> None:
-    pytest.importorskip("torch")
-    from driftcheck.runtime_verify.layer.__main__ import main as demonstration
-
-    monkeypatch.setitem(sys.modules, "deep_ep", None)
-    args = ["--dispatcher", "deep_ep", "--device", device, "--shape", "tiny-bf16"]
-    assert demonstration(args) == 2
-    assert message in capsys.readouterr().err

@@ -153,24 +153,34 @@ def test_verify_proves_the_fixes_without_running_the_tree(tree: Path, tripwire) 
 @pytest.mark.skipif(
     not torch_available(), reason="verify --layer needs torch (pip install 'driftcheck[verify]')"
 )
-def test_verify_layer_runs_the_harness_without_running_the_tree(tree: Path, tripwire) -> None:
-    """The layer harness spawns rank processes: they too must not import the tree."""
-    # A layer runs only for a site that chooses a communication plan: let _ep_a2a skip a reduce.
+def test_verify_layer_executes_only_the_layer_module_and_the_packs_modules(
+    tree: Path, tripwire
+) -> None:
+    """The trust boundary, documented: ``verify --layer`` executes the site's module and the
+    modules the pack names (the enum's), in its rank processes; nothing else of the tree runs
+    (the root's shadowing ``click.py``, ``enum.py``, ``torch.py``, the other model files)."""
     model = tree / MODEL
     model.write_text(
         model.read_text().replace(
-            "class HostileForCausalLM:",
+            "    def forward(self, x):\n        return x if self._v2 else -x\n",
             "    def forward(self, x):\n"
             "        if not self._ep_a2a:\n"
             "            x = tensor_model_parallel_all_reduce(x)\n"
-            "        return x\n\n\n"
-            "class HostileForCausalLM:",
+            "        return x\n",
         )
     )
     result = driftcheck(tree, tripwire, "verify", "--no-cache", "--layer", "--device", "cpu", MODEL)
-    assert_never_ran(tripwire)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "_uses_ep_a2a [ep_a2a]: confirmed" in result.stdout
+    marker, _ = tripwire
+    ran = set(marker.read_text().splitlines())
+    assert ran == {
+        "sglang.srt.models.hostile_model imported (sglang/srt/models/hostile_model.py)",
+        "HostileMoE class body",
+        "sglang.srt.layers.moe.utils imported (sglang/srt/layers/moe/utils.py)",
+        "MoeA2ABackend class body",
+        "MoeA2ABackend.__eq__ called",
+        "is_deepep_class_backend defined",
+    }, result.stdout + result.stderr
+    assert "layer verification (the tree's own blocks" in result.stdout
 
 
 def test_gen_test_writes_its_module_without_running_the_tree(tree: Path, tripwire) -> None:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from driftcheck.runtime_verify.layer_run import LayerSettings, arm_plans, run_layer
+from driftcheck.runtime_verify.block.plan import Unit, accepts, choose_arms
+from driftcheck.runtime_verify.block.run import LayerSettings, run_layer, verify_pack
 from driftcheck.runtime_verify.proof import prove
 from rule_harness import EXAMPLE_PATH, example_tree
 
@@ -166,15 +167,30 @@ def _proofs(tmp_path: Path, snippet: str) -> list:
     return [prove(result, f) for f in attach_fixes(result, result.findings, "minimal")]
 
 
-def test_plan_decisions_come_from_the_truth_table(tmp_path: Path) -> None:
+def _result_and_proofs(tmp_path: Path, snippet: str) -> tuple:
+    from driftcheck.engine import check
+    from driftcheck.fix.apply import attach_fixes
+
+    result = check([model_file(tmp_path, snippet)], select=["DC001"], use_cache=False)
+    return result, [prove(result, f) for f in attach_fixes(result, result.findings, "minimal")]
+
+
+def membership(proof: object) -> dict[str, dict[str, bool | None]]:
+    return {
+        phase: {arm: accepts(proof, arm, phase) for arm in ("deepep", "deepep_v2")}  # type: ignore[arg-type]
+        for phase in ("before", "after")
+    }
+
+
+def test_what_each_arm_is_comes_from_the_truth_table(tmp_path: Path) -> None:
     [proof] = _proofs(tmp_path, K3_LIKE)
-    assert arm_plans(proof, ("deepep", "deepep_v2")) == {
+    assert membership(proof) == {
         "before": {"deepep": True, "deepep_v2": False},
         "after": {"deepep": True, "deepep_v2": True},
     }
 
 
-def test_a_negative_site_decides_the_plan_by_what_it_accepts(tmp_path: Path) -> None:
+def test_a_negative_site_counts_what_it_accepts(tmp_path: Path) -> None:
     code = (
         "def forward(x):\n"
         "    b = get_moe_a2a_backend()\n"
@@ -183,35 +199,21 @@ def test_a_negative_site_decides_the_plan_by_what_it_accepts(tmp_path: Path) -> 
         "    return -x\n"
     )
     [proof] = _proofs(tmp_path, code)
-    assert arm_plans(proof, ("deepep", "deepep_v2")) == {
+    assert membership(proof) == {
         "before": {"deepep": True, "deepep_v2": False},
         "after": {"deepep": True, "deepep_v2": True},
     }
 
 
-def test_a_site_whose_fix_moves_no_arm_is_skipped_without_running(tmp_path: Path) -> None:
-    reader = (
-        "\n    def forward(self, x):\n"
-        "        if not self.a2a:\n"
-        "            x = tensor_model_parallel_all_reduce(x)\n"
-        "        return x\n"
-    )
-    [proof] = _proofs(tmp_path, PPLX_ONLY + reader)
-    report = run_layer([proof], LayerSettings(), tmp_path / "example_tree")
-    assert report["sites"] == []
-    assert report["skipped"] == [
-        {
-            "path": "sglang/srt/models/example.py",
-            "line": 11,
-            "symbol": "Block.__init__",
-            "role": "ep_a2a",
-            "reason": "the fix changes neither arm's plan (deepep, deepep_v2)",
-        }
-    ]
-    assert report["verdict"] == "no eligible site"
+def test_the_test_arm_is_a_member_the_fix_adds_when_the_packs_is_not(tmp_path: Path) -> None:
+    result, [proof] = _result_and_proofs(tmp_path, PPLX_ONLY)
+    unit = Unit(proof.finding.path, proof.finding.canonical, (proof,), "Block")
+    family = result.universe.family(proof.finding.canonical).members
+    arms = choose_arms(unit, family, verify_pack(result), None)
+    assert (arms.reference, arms.test) == ("deepep", "pplx")  # type: ignore[union-attr]
 
 
-def test_an_arm_decided_by_a_free_input_is_skipped(tmp_path: Path) -> None:
+def test_an_arm_decided_by_a_free_input_is_no_test_arm(tmp_path: Path) -> None:
     code = (
         "class Block:\n"
         "    def __init__(self):\n"
@@ -220,10 +222,32 @@ def test_an_arm_decided_by_a_free_input_is_skipped(tmp_path: Path) -> None:
         "    def forward(self, x):\n"
         "        return x if self.a2a else -x\n"
     )
-    [proof] = _proofs(tmp_path, code)
-    assert arm_plans(proof, ("deepep", "deepep_v2")) == (
-        "the value for deepep_v2 depends on self._enabled"
+    result, [proof] = _result_and_proofs(tmp_path, code)
+    assert accepts(proof, "deepep_v2", "before") is None  # depends on self._enabled
+    unit = Unit(proof.finding.path, proof.finding.canonical, (proof,), "Block")
+    family = result.universe.family(proof.finding.canonical).members
+    assert choose_arms(unit, family, verify_pack(result), None) == (
+        "the fix adds no family member at every site (no test arm)"
     )
+
+
+def test_a_site_that_reaches_no_block_class_is_not_run(tmp_path: Path) -> None:
+    code = (
+        "def uses():\n"
+        "    b = get_moe_a2a_backend()\n"
+        "    return b.is_deepep() or b.is_mooncake()\n\n\n"
+        "def forward(x):\n"
+        "    if not uses():\n"
+        "        x = tensor_model_parallel_all_reduce(x)\n"
+        "    return x\n"
+    )
+    result, proofs = _result_and_proofs(tmp_path, code)
+    report = run_layer(result, proofs, LayerSettings())
+    assert report["units"] == []
+    assert [s["reason"] for s in report["skipped"]] == [
+        "its value reaches no class of its module (no block to build)"
+    ]
+    assert report["verdict"] == "no eligible site"
 
 
 def test_the_gpu_workflow_example_is_a_github_actions_job() -> None:
@@ -254,39 +278,3 @@ def test_every_fix_of_sglang_0_5_23_is_proven(runner: CliRunner, sglang_0_5_23: 
         440,
         ["deepep_v2", "pplx"],
     )
-
-
-@pytest.mark.corpus
-@pytest.mark.torch
-def test_layer_confirms_the_k3_fix_of_sglang_0_5_23_on_cpu(
-    runner: CliRunner, sglang_0_5_23: Path, tmp_path: Path
-) -> None:
-    pytest.importorskip("torch")
-    report_path, markdown = tmp_path / "layer.json", tmp_path / "layer.md"
-    result = run(
-        runner,
-        sglang_0_5_23 / "sglang/srt/models/kimi_k3.py",
-        "--no-cache",
-        "--site", "kimi_k3.py:_uses_ep_a2a",
-        "--layer", "--device", "cpu", "--world-size", "2", "--shape", "tiny",
-        "--report", report_path, "--report-md", markdown,
-    )  # fmt: skip
-    assert result.exit_code == 0, result.output
-    report = json.loads(report_path.read_text())
-    assert report["site"] == "sglang/srt/models/kimi_k3.py:440 _uses_ep_a2a"
-    assert report["environment"]["dist_backend"] == "gloo"
-    assert report["environment"]["world_size"] == 2
-    before, after = report["before"], report["after"]
-    assert before["plan"] == {"deepep": "ep_a2a", "deepep_v2": "standard"}
-    assert before["bit_exact"] is False
-    assert before["signature"]["deepep_v2"]["ratio"] == pytest.approx(2.0, abs=0.02)
-    assert after["plan"] == {"deepep": "ep_a2a", "deepep_v2": "ep_a2a"}
-    assert after["agreement"]["passed"] is True
-    assert {"seconds", "max_abs_diff", "top5_agree", "bit_exact", "plan"} <= set(before)
-    assert report["verdict"] == "confirmed"
-    assert report["sites"][0]["role"] == "ep_a2a"
-    assert (
-        "sglang/srt/models/kimi_k3.py:440 _uses_ep_a2a: [before] test arm deepep_v2: "
-        "standard plan, deepep-elastic-expand dispatcher, torch experts, world size 2"
-    ) in result.stderr.splitlines()
-    assert "## `sglang/srt/models/kimi_k3.py:440 _uses_ep_a2a`" in markdown.read_text()

@@ -1,10 +1,4 @@
-"""A K3-style MoE layer run in a reference and a test arm over torch.distributed.
-
-Importing this package needs no torch; :func:`confirm_plans` imports it when it runs.
+"""The substrate the layer run stands on: collectives, DeepEP's dispatchers (models of its two
+buffers, and the real ones), the expert runners (torch, DeepGEMM), weights, inputs and shapes.
+The run itself executes the tree's block: :mod:`driftcheck.runtime_verify.block`.
 """
-
-from .api import confirm_plans
-from .family import DEEPEP_FAMILY
-from .markdown import report_markdown
-
-__all__ = ["DEEPEP_FAMILY", "confirm_plans", "report_markdown"]

@@ -1,20 +1,21 @@
 """Routed experts through DeepEP's real buffers (``--dispatcher deep_ep``).
 
-- ``deepep`` runs on the legacy ``deep_ep.Buffer`` in normal (intranode) mode, the way SGLang's
+- a ``legacy`` member (the pack's ``[verify.dispatchers]``) runs on the legacy ``deep_ep.Buffer``
+  in normal (intranode) mode, the way SGLang's
   ``DeepEPNormalDispatcher`` does: ``get_dispatch_layout`` from the top-k ids, ``dispatch`` with
   the layout, the ids and the weights (received tokens by source rank, ids made local, ``-1``
   elsewhere), the received (token, slot) pairs scattered into the contiguous layout and run on
   the runner, each token's weighted sum over this rank's experts (``ep_gather``), and
   ``combine(x, handle)``, which adds the per-rank partials on the token's rank (no weights).
-- ``deepep_v2`` runs on ``deep_ep.ElasticBuffer`` with the expanded layout, the way SGLang's
-  ``deepep_v2`` dispatcher feeds DeepGEMM: ``dispatch(..., do_expand=True)`` returns one row
+- an ``elastic`` member runs on ``deep_ep.ElasticBuffer`` with the expanded layout, the way
+  SGLang's DeepEP V2 dispatcher feeds DeepGEMM: ``dispatch(..., do_expand=True)`` returns one row
   per (token, local expert) pair, expert-major, each expert's rows aligned to the runner's
   alignment, with one weight per row; the runner computes every row, each row is scaled by its
   weight, and ``combine(x, handle=handle)`` adds a token's rows on its rank (no weights).
 
 Both buffers are built once per run (:class:`DeepEPBuffers`), sized as SGLang sizes them, and
-shared by every phase. The site's predicate still chooses each arm's plan; this module only
-replaces the dispatcher models of :mod:`.dispatchers` with the real kernels.
+shared by every run; this module replaces the dispatcher models of :mod:`.dispatchers` with
+the real kernels behind the block's experts.
 """
 
 from __future__ import annotations
@@ -30,16 +31,15 @@ from .contiguous import Contiguous, scatter
 from .dispatchers import PARTIAL, Dispatcher, PartialSumDispatcher, PreCombine
 from .runners import Runner
 from .shapes import Shape
-from .store import LayerWeights
 
 # The legacy buffer's intranode notify_dispatch kernel takes at most 128 local experts
 # (csrc/kernels/legacy/intranode.cu: num_experts / num_ranks <= kNumThreads = 128); the elastic
 # buffer at most 256 (deep_ep/include/deep_ep/common/layout.cuh: kNumMaxExpertsPerRank). Both
 # arms run the same experts, so the tighter bound holds for the run.
 MAX_LOCAL_EXPERTS = 128
-LEGACY_BUFFER = "deepep-legacy-buffer"
-ELASTIC_BUFFER = "deepep-elastic-buffer"
-BUFFER_OF: dict[str, str] = {"deepep": LEGACY_BUFFER, "deepep_v2": ELASTIC_BUFFER}
+LEGACY_BUFFER = "legacy-buffer"
+ELASTIC_BUFFER = "elastic-buffer"
+BUFFER_OF: dict[str, str] = {"legacy": LEGACY_BUFFER, "elastic": ELASTIC_BUFFER}
 
 
 def deep_ep_expert_cap(world_size: int) -> int:
@@ -47,16 +47,9 @@ def deep_ep_expert_cap(world_size: int) -> int:
     return MAX_LOCAL_EXPERTS * world_size
 
 
-def deep_ep_implementation_of(backend: str, family: frozenset[str]) -> str:
-    """Which real buffer ``backend`` runs on; ``ValueError`` for a member DeepEP does not cover."""
-    if backend not in family:
-        return PARTIAL
-    if backend not in BUFFER_OF:
-        raise ValueError(
-            f"--dispatcher deep_ep has real buffers for deepep (legacy Buffer) and deepep_v2 "
-            f"(ElasticBuffer) only, not {backend}; use --dispatcher model for it"
-        )
-    return BUFFER_OF[backend]
+def deep_ep_implementation_of(kind: str) -> str:
+    """The real buffer dispatcher ``kind`` (:func:`.dispatchers.kind_of`) runs on."""
+    return BUFFER_OF.get(kind, PARTIAL)
 
 
 class DeepEPBuffers:
@@ -128,7 +121,7 @@ class _BufferDispatcher:
         self,
         backend: str,
         comm: Comm,
-        layer: LayerWeights,
+        layer: Any,
         runner: Runner,
         capacity: int | None,
         buffers: DeepEPBuffers,
@@ -139,7 +132,7 @@ class _BufferDispatcher:
 
 
 class LegacyBufferDispatcher(_BufferDispatcher):
-    """``deepep``: DeepEP's legacy ``Buffer``, normal-mode intranode dispatch and combine."""
+    """DeepEP's legacy ``Buffer``, normal-mode intranode dispatch and combine."""
 
     implementation = LEGACY_BUFFER
 
@@ -185,7 +178,7 @@ class LegacyBufferDispatcher(_BufferDispatcher):
 
 
 class ElasticBufferDispatcher(_BufferDispatcher):
-    """``deepep_v2``: DeepEP V2's ``ElasticBuffer``, expanded-layout dispatch and combine."""
+    """DeepEP V2's ``ElasticBuffer``, expanded-layout dispatch and combine."""
 
     implementation = ELASTIC_BUFFER
 
@@ -272,19 +265,19 @@ def _legacy_sources(handle: tuple, rank: int) -> torch.Tensor:
 
 def make_deep_ep_dispatcher(
     backend: str,
-    family: frozenset[str],
+    kind: str,
     comm: Comm,
-    layer: LayerWeights,
+    layer: Any,
     runner: Runner,
     capacity: int | None = None,
     *,
     buffers: DeepEPBuffers,
 ) -> Dispatcher:
-    """The real DeepEP dispatcher for ``backend``; a backend outside ``family`` keeps the
-    TP partial sum (it uses no DeepEP buffer)."""
-    kind = deep_ep_implementation_of(backend, family)
-    if kind == LEGACY_BUFFER:
+    """The real DeepEP dispatcher of ``kind`` for ``backend`` (the legacy ``Buffer`` or the
+    ``ElasticBuffer``); a non-combining kind keeps the TP partial sum (no DeepEP buffer)."""
+    implementation = deep_ep_implementation_of(kind)
+    if implementation == LEGACY_BUFFER:
         return LegacyBufferDispatcher(backend, comm, layer, runner, capacity, buffers)
-    if kind == ELASTIC_BUFFER:
+    if implementation == ELASTIC_BUFFER:
         return ElasticBufferDispatcher(backend, comm, layer, runner, capacity, buffers)
     return PartialSumDispatcher(backend, layer, runner)

@@ -5,7 +5,7 @@ passes them through the legacy normal-mode model and the elastic expanded-layout
 returns, per model, what rank 0 held just before the combine (its row count and the first
 rows' metadata: ``(source rank, source token)`` for legacy, ``(pair, local expert)`` for
 elastic) and the combined output of every rank, and the comparison of the two outputs under
-the tolerance criterion (:mod:`.agreement`).
+the block verdict's tolerance (:data:`..block.verdict.TOLERANCE`).
 """
 
 from __future__ import annotations
@@ -18,20 +18,18 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from .agreement import criterion_for
+from ..block.verdict import TOLERANCE
 from .comm import Comm
-from .compare import same_bytes
+from .compare import relative_error, same_bytes
 from .dispatchers import ELASTIC, LEGACY, make_dispatcher
-from .family import DEEPEP_FAMILY
 from .inputs import dp_row_counts, dp_rows, prompt_embeddings
 from .launch import _outside_the_tree
 from .router import route
 from .runners import TorchRunner
 from .shapes import get_shape
-from .signatures import relative_error
 from .store import LayerWeights
 
-BACKEND_OF = {LEGACY: "deepep", ELASTIC: "deepep_v2"}
+KIND_OF = {LEGACY: "legacy", ELASTIC: "elastic"}
 
 
 def probe_dispatchers(shape: str = "tiny", world_size: int = 2, seed: int = 0) -> dict[str, Any]:
@@ -82,20 +80,20 @@ def _probe(rank: int, shape_name: str, world_size: int, seed: int) -> dict[str, 
     report: dict[str, Any] = {"shape": shape_name, "world_size": world_size}
     outputs = {}
     for implementation in (LEGACY, ELASTIC):
-        backend = BACKEND_OF[implementation]
-        dispatcher = make_dispatcher(backend, DEEPEP_FAMILY, comm, layer, TorchRunner())
+        kind = KIND_OF[implementation]
+        dispatcher = make_dispatcher(kind, kind, comm, layer, TorchRunner())
         combined = dispatcher(local, expert_ids, weights)
         held = dispatcher.last
         assert held is not None
         outputs[implementation] = comm.all_gather_rows(combined, counts)
         report[implementation] = {
-            "backend": backend,
+            "kind": kind,
             "pre_combine_rows": held.tensor.shape[0],
             "pre_combine_meta": held.rows_meta[:6].tolist(),
         }
     legacy, elastic = outputs[LEGACY], outputs[ELASTIC]
     report["after_combine"] = {
-        "criterion": criterion_for((LEGACY, ELASTIC), "torch"),
+        "tolerance": TOLERANCE,
         "bit_exact": same_bytes(legacy, elastic),
         "rel_l2": relative_error(elastic, legacy),
         "max_abs_diff": float((elastic.double() - legacy.double()).abs().max()),

@@ -7,7 +7,7 @@ so what it returns is already the full sum over ranks. The two differ the way De
 buffers do (``deep_ep/buffers/legacy.py`` ``Buffer`` in normal mode; ``deep_ep/buffers/elastic.py``
 ``ElasticBuffer`` with ``do_expand=True``):
 
-| | ``deepep`` (legacy, normal mode) | ``deepep_v2`` (elastic, expanded layout) |
+| | legacy (normal mode) | elastic (expanded layout) |
 | --- | --- | --- |
 | dispatch sends | each token once per destination rank, with its top-k ids made local (-1 elsewhere) and weights | one row per (token, expert) pair, sorted by (rank, expert, token) |
 | received buffer | tokens by source rank, then token order | expert-major, aligned to the runner's alignment, by global token index |
@@ -16,25 +16,26 @@ buffers do (``deep_ep/buffers/legacy.py`` ``Buffer`` in normal mode; ``deep_ep/b
 | combine | the token's rank adds the per-rank partials in rank order (float32, rounded once) | the token's rank adds all top-k weighted pair outputs in slot order (float32, rounded once) |
 
 So the two arms agree only up to rounding: the legacy path rounds once per rank and again
-after the cross-rank sum, the elastic path once. Other family members (mooncake, mori, pplx)
-get the legacy model. A backend outside the family computes its TP slice of every expert and
-returns a partial sum that only the layer's TP all-reduce completes.
+after the cross-rank sum, the elastic path once. Which member runs behind which model is the
+pack's (``[verify.dispatchers]``); a family member it does not name gets the legacy model. A
+backend outside the family computes its TP slice of every expert and returns a partial sum that
+only the layer's TP all-reduce completes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 
 from .comm import Comm
 from .contiguous import scatter
 from .runners import Runner
-from .store import LayerWeights
 
-LEGACY = "deepep-legacy-normal"
-ELASTIC = "deepep-elastic-expand"
+LEGACY = "legacy-buffer-model"
+ELASTIC = "elastic-buffer-model"
 PARTIAL = "tp-partial-sum"
 
 
@@ -66,7 +67,7 @@ class LegacyNormalDispatcher:
     combines = True
 
     def __init__(
-        self, backend: str, comm: Comm, layer: LayerWeights, runner: Runner, capacity: int | None
+        self, backend: str, comm: Comm, layer: Any, runner: Runner, capacity: int | None
     ) -> None:
         self.backend, self.comm, self.layer = backend, comm, layer
         self.runner, self.capacity = runner, capacity
@@ -134,7 +135,7 @@ class ElasticExpandDispatcher:
     combines = True
 
     def __init__(
-        self, backend: str, comm: Comm, layer: LayerWeights, runner: Runner, capacity: int | None
+        self, backend: str, comm: Comm, layer: Any, runner: Runner, capacity: int | None
     ) -> None:
         self.backend, self.comm, self.layer = backend, comm, layer
         self.runner, self.capacity = runner, capacity
@@ -177,7 +178,7 @@ class PartialSumDispatcher:
     """Local compute over this rank's intermediate slice of every expert; no communication."""
 
     backend: str
-    layer: LayerWeights
+    layer: Any
     runner: Runner
     implementation: str = PARTIAL
     combines: bool = False
@@ -196,25 +197,40 @@ class PartialSumDispatcher:
         return (stacked * weights.unsqueeze(-1)).sum(dim=1).to(hidden.dtype)
 
 
-def implementation_of(backend: str, family: frozenset[str]) -> str:
-    """Which dispatcher model ``backend`` gets."""
+KINDS = {"legacy": LEGACY, "elastic": ELASTIC, "partial": PARTIAL}
+
+
+def kind_of(backend: str, family: frozenset[str], named: Mapping[str, str]) -> str:
+    """The dispatcher model ``backend`` runs behind: the one the pack names for it
+    (``[verify.dispatchers]``), else ``legacy`` for a family member (its dispatcher combines)
+    and ``partial`` for any other backend."""
     if backend not in family:
-        return PARTIAL
-    return ELASTIC if backend == "deepep_v2" else LEGACY
+        return "partial"
+    kind = named.get(backend, "legacy")
+    if kind not in KINDS:
+        raise ValueError(
+            f"[verify.dispatchers] {backend} = {kind!r}: known dispatchers are {', '.join(KINDS)}"
+        )
+    return kind
+
+
+def implementation_of(kind: str) -> str:
+    """The implementation name of dispatcher ``kind`` (reports name it)."""
+    return KINDS[kind]
 
 
 def make_dispatcher(
     backend: str,
-    family: frozenset[str],
+    kind: str,
     comm: Comm,
-    layer: LayerWeights,
+    layer: Any,
     runner: Runner,
     capacity: int | None = None,
 ) -> Dispatcher:
-    """The dispatcher ``backend`` really is (see :func:`implementation_of`)."""
-    kind = implementation_of(backend, family)
-    if kind == ELASTIC:
+    """The dispatcher model ``kind`` (:func:`kind_of`) for ``backend``; ``layer`` gives the
+    routed experts (``shape``, ``routed_ep``, ``routed_tp``)."""
+    if kind == "elastic":
         return ElasticExpandDispatcher(backend, comm, layer, runner, capacity)
-    if kind == LEGACY:
+    if kind == "legacy":
         return LegacyNormalDispatcher(backend, comm, layer, runner, capacity)
     return PartialSumDispatcher(backend, layer, runner)

@@ -11,10 +11,7 @@ from typing import Any
 
 import torch.multiprocessing as mp
 
-from .deep_ep_module import preflight
 from .environment import Placement
-from .job import Job
-from .worker import run_job
 
 Progress = Callable[[str], None]
 
@@ -30,26 +27,6 @@ def torchrun_placement() -> Placement | None:
         local_rank=int(os.environ.get("LOCAL_RANK", "0")),
         local_world_size=int(os.environ.get("LOCAL_WORLD_SIZE", str(world_size))),
     )
-
-
-def launch(job: Job, progress: Progress | None) -> dict[str, Any]:
-    """Run ``job`` over ``job.world_size`` ranks and return rank 0's report.
-
-    A ``deep_ep`` job that cannot run here (no importable DeepEP, fewer GPUs than ranks on
-    this host) raises :class:`.deep_ep_module.DeepEPUnavailable` before any rank starts.
-    """
-    placement = torchrun_placement()
-    if job.dispatcher == "deep_ep":
-        on_host = job.world_size if placement is None else placement.local_world_size
-        preflight(job.deep_ep_module, job.device, on_host)
-    if placement is None:
-        return _spawn(job, progress)
-    if placement.world_size != job.world_size:
-        raise ValueError(
-            f"torchrun started {placement.world_size} ranks but world_size={job.world_size}"
-        )
-    emit = progress if progress is not None and placement.rank == 0 else _silent
-    return run_job(job, placement, "env://", emit)
 
 
 @contextlib.contextmanager
@@ -73,7 +50,14 @@ def _outside_the_tree(directory: str) -> Iterator[None]:
             os.environ["PYTHONSAFEPATH"] = saved_env
 
 
-def _spawn(job: Job, progress: Progress | None) -> dict[str, Any]:
+RankEntry = Callable[[Any, Placement, str, Progress], dict[str, Any]]
+
+
+def spawn_ranks(
+    entry: RankEntry, job: Any, world_size: int, progress: Progress | None
+) -> dict[str, Any]:
+    """Spawn ``world_size`` ranks running ``entry(job, placement, init_method, emit)`` and
+    return rank 0's report (progress lines from rank 0 go to ``progress``)."""
     context = mp.get_context("spawn")
     with tempfile.TemporaryDirectory(prefix="driftcheck-layer-") as rendezvous:
         init_method = f"file://{rendezvous}/store"
@@ -81,8 +65,8 @@ def _spawn(job: Job, progress: Progress | None) -> dict[str, Any]:
             messages = context.Queue()
             ranks = mp.spawn(
                 _spawned_rank,
-                args=(job, init_method, messages),
-                nprocs=job.world_size,
+                args=(entry, job, world_size, init_method, messages),
+                nprocs=world_size,
                 join=False,
             )
         report: dict[str, Any] | None = None
@@ -95,13 +79,15 @@ def _spawn(job: Job, progress: Progress | None) -> dict[str, Any]:
     return report
 
 
-def _spawned_rank(index: int, job: Job, init_method: str, messages: Any) -> None:
-    placement = Placement(index, job.world_size, index, job.world_size)
+def _spawned_rank(
+    index: int, entry: RankEntry, job: Any, world_size: int, init_method: str, messages: Any
+) -> None:
+    placement = Placement(index, world_size, index, world_size)
     if index == 0:
-        report = run_job(job, placement, init_method, lambda text: messages.put(("progress", text)))
+        report = entry(job, placement, init_method, lambda text: messages.put(("progress", text)))
         messages.put(("report", report))
     else:
-        run_job(job, placement, init_method, _silent)
+        entry(job, placement, init_method, _silent)
 
 
 def _drain(messages: Any, progress: Progress | None) -> dict[str, Any] | None:

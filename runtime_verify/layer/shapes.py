@@ -25,6 +25,7 @@ class Shape:
     scoring: str
     prompt_lengths: tuple[int, ...]
     block_rows: int
+    latent: int = 0  # a latent MoE's expert space (the routed experts' hidden size)
 
     @property
     def tokens(self) -> int:
@@ -70,8 +71,9 @@ SHAPES: dict[str, Shape] = {
         vocab=1024,
         dtype="float32",
         scoring="softmax",
-        prompt_lengths=(7, 5, 9),
+        prompt_lengths=(7, 5, 8),
         block_rows=4,
+        latent=32,
     ),
     "tiny-bf16": Shape(
         name="tiny-bf16",
@@ -83,10 +85,12 @@ SHAPES: dict[str, Shape] = {
         vocab=1024,
         dtype="bfloat16",
         scoring="sigmoid",
-        prompt_lengths=(7, 5, 9),
+        prompt_lengths=(7, 5, 8),
         block_rows=4,
+        latent=32,
     ),
-    # Kimi-K3 (DeepSeek-V3 lineage): sigmoid scoring, 384 routed experts, top-8, one shared expert.
+    # Kimi-K3 (DeepSeek-V3 lineage): sigmoid scoring, 384 routed experts, top-8, one shared
+    # expert, routed experts in a latent space of half the hidden size.
     "k3": Shape(
         name="k3",
         hidden=7168,
@@ -99,6 +103,7 @@ SHAPES: dict[str, Shape] = {
         scoring="sigmoid",
         prompt_lengths=(48, 64, 80),
         block_rows=64,
+        latent=3584,
     ),
 }
 
