@@ -1,161 +1,138 @@
 """Regenerate docs/gpu-verification.md from the layer reports in docs/gpu-runs/.
 
-The reports (``k3_<release>_w<W>.json``) come from ``scripts/gpu_runs.sh`` on the device
-machine; ``docs/gpu-runs/commands.txt`` holds the command of each. Usage:
-``python scripts/gpu_report.py``.
+The reports (``<run>_w<W>.json``) come from ``scripts/gpu_runs.sh`` on the device machine;
+``docs/gpu-runs/commands.txt`` holds the command of each. Usage: ``python scripts/gpu_report.py``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 RUNS = REPO / "docs/gpu-runs"
 OUTPUT = REPO / "docs/gpu-verification.md"
+REPORT = re.compile(r"(?P<run>\w+?)_w(?P<world>\d+)\.json$")
 
 SETUP = """\
-# on the device machine (python3 3.12, torch 2.11.0+cu130, nvcc 13.0), from a carried folder C
-# holding driftcheck (driftcheck/ with rules/ and runtime_verify/ inside), a libcst wheel, the
-# DeepGEMM source checkout and the three SGLang files of each release:
-bash scripts/build_deepgemm.sh C/DeepGEMM /tmp/dg-static-libstdcxx static-libstdcxx  # ~90 s
-python3 -m pip install -q --no-index --no-deps --target /tmp/site C/whl/libcst-*.whl
-export PYTHONPATH=/tmp/site:C/dc:/tmp/dg-static-libstdcxx DG_JIT_CACHE_DIR=/tmp/dg-jit
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-bash scripts/gpu_runs.sh OUT C/trees/0.5.23 C/trees/0.5.21 "2 4"   # the four commands below"""
+# on the device machine (python3 3.12, torch 2.11.0+cu130, nvcc 13.0), from this repository
+# with .gpu/ (DeepGEMM with its submodules' headers, trees/sglang-X.Y.Z) and .whl/ (libcst)
+# carried: installs driftcheck, builds DeepGEMM (~110 s), runs every command below
+bash scripts/gpu_runs.sh OUT .gpu "2 4" "k3_0523 k3_0521 qwen3_0517:2 k3_0523_pplx:2\""""
 
 
-def _release(name: str) -> str:
-    digits = name.split("_")[1]
-    return f"{digits[0]}.{digits[1]}.{digits[2:]}"
+def _reports() -> list[tuple[str, int, dict[str, Any]]]:
+    found = []
+    for path in sorted(RUNS.glob("*_w*.json")):
+        match = REPORT.match(path.name)
+        if match and "units" in (report := json.loads(path.read_text())):
+            found.append((match["run"], int(match["world"]), report))
+    return found
 
 
-def _rows(name: str, report: dict[str, Any]) -> list[str]:
-    world = report["environment"]["world_size"]
-    reference, test = report["arms"]["reference"], report["arms"]["test"]
+def _deciding(unit: dict[str, Any]) -> dict[str, Any] | None:
+    return next((c for c in unit["configurations"] if c.get("decides")), None)
+
+
+def _only(configuration: dict[str, Any], arm: str) -> str:
+    entries = configuration.get("before", {}).get("lines", {}).get(f"{arm}_only", [])
+    shown = [
+        f"`{e['qualname']}` {', '.join(map(str, e['lines'][:6]))}"
+        for e in entries
+        if not e["path"].endswith("utils.py")
+    ]
+    return "; ".join(shown) or "none"
+
+
+def _rows(run: str, world: int, report: dict[str, Any]) -> list[str]:
     rows = []
-    for site in report["sites"]:
-        for phase in ("before", "after"):
-            p = site[phase]
-            test_sign, ref_sign = p["signature"][test], p["signature"][reference]
-            gap = p["top5_max_logprob_diff"]
-            pair = p["seconds"][reference] + p["seconds"][test]
-            rows.append(
-                f"| {_release(name)} | {world} | `{site['symbol']}` | {phase} "
-                f"| {p['plan'][reference]} / {p['plan'][test]} "
-                f"| {test_sign['ratio']:.4f}{' **(double reduce)**' if test_sign['detected'] else ''} "
-                f"| {ref_sign['ratio']:.4f} | {p['rel_l2']:.3g} | {p['top5_token_agreement']} "
-                f"| {'n/a' if gap is None else f'{gap:.3g}'} "
-                f"| {'passed' if p['agreement']['passed'] else 'failed'} | {pair:.2f} |"
-            )
+    for unit in report["units"]:
+        deciding = _deciding(unit) or unit["configurations"][-1]
+        arms = unit["arms"]
+        before = deciding.get("before", {})
+        after = deciding.get("after", {})
+        control = deciding.get("control", {})
+        sites = ", ".join(f"`{s['symbol']}` :{s['line']}" for s in unit["sites"])
+        rows.append(
+            f"| {run} | {world} | {sites} | `{unit['block']}` | {deciding['configuration']['name']} "
+            f"| {arms['reference']} / {arms['test']} / {arms['control'] or '-'} "
+            f"| {before.get('rel_l2', float('nan')):.3g} ({before.get('top5_token_agreement')}) "
+            f"| {control.get('rel_l2', float('nan')):.2e} "
+            f"| {after.get('rel_l2', float('nan')):.2e} ({after.get('top5_token_agreement')}) "
+            f"| {deciding['criterion']['noise']:.2e} | **{unit['verdict']}** |"
+        )
     return rows
 
 
-def _span(phases: list[dict[str, Any]], key: str, spec: str) -> str:
-    """``low`` or ``low to high`` of ``key`` over ``phases``."""
-    values = sorted({format(p[key], spec) for p in phases}, key=lambda v: (len(v), v))
-    return values[0] if len(values) == 1 else f"{values[0]} to {values[-1]}"
+def _differences(run: str, world: int, report: dict[str, Any]) -> list[str]:
+    lines = []
+    for unit in report["units"]:
+        deciding = _deciding(unit)
+        if deciding is None:
+            continue
+        arms = unit["arms"]
+        lines.append(
+            f"- {run}, W={world}, `{unit['block']}`: in the {arms['test']} arm only: "
+            f"{_only(deciding, arms['test'])}; in the {arms['reference']} arm only: "
+            f"{_only(deciding, arms['reference'])}"
+        )
+    return lines
 
 
-def _verdicts(name: str, report: dict[str, Any]) -> list[str]:
-    world = report["environment"]["world_size"]
-    return [
-        f"- {_release(name)}, W={world}, `{site['path']}:{site['line']} {site['symbol']}` "
-        f"({site['role']}): **{site['verdict']}**: {site['verdict_reason']}"
-        for site in report["sites"]
-    ]
-
-
-def main() -> int:
-    """Write the document."""
-    reports = {p.stem: json.loads(p.read_text()) for p in sorted(RUNS.glob("k3_*.json"))}
-    if not reports:
-        raise SystemExit("no k3_*.json reports in docs/gpu-runs")
-    first = next(iter(reports.values()))
-    env, runner, criterion = first["environment"], first["runner"], first["sites"][0]["criterion"]
-    commands = (RUNS / "commands.txt").read_text().splitlines()
-    lines = [
-        "# GPU verification of the Kimi-K3 fix (sglang 0.5.23 and 0.5.21) with DeepGEMM experts",
+def render() -> str:
+    """The page."""
+    reports = _reports()
+    environment = reports[0][2]["environment"] if reports else {}
+    runner = reports[0][2]["runner"] if reports else {}
+    commands = (
+        (RUNS / "commands.txt").read_text().strip() if (RUNS / "commands.txt").exists() else ""
+    )
+    out = [
+        "# GPU verification: SGLang's own MoE blocks on the H200, with DeepGEMM experts",
         "",
         "Regenerated by `python scripts/gpu_report.py` from the reports in `docs/gpu-runs/`.",
         "",
-        f"- Machine: one {env['gpu']} (device kind `nvidia-h200`; the multi-GPU kinds were not "
-        f"lent), torch {env['torch']}. The W ranks share the one GPU over "
-        f"{env['dist_backend']} (CUDA tensors).",
-        f"- Routed experts: {runner['used']} {runner['version']}, `{runner.get('kernel')}` "
-        f"(DeepGEMM's JIT m-grouped contiguous GEMM, bf16, alignment {runner['alignment']}), "
-        "built from `sgl-project/DeepGEMM` main by `scripts/build_deepgemm.sh` (variant "
-        "static-libstdcxx; why in [gpu-deepgemm.md](gpu-deepgemm.md)).",
-        f"- Shape `{env['shape']}`: hidden 7168, {env['experts_used']} of "
-        f"{env['experts_configured']} routed experts, top-8, expert intermediate 2048, one "
-        f"shared expert, {env['dtype']}, 192 tokens in three prompts.",
-        "- Arms: reference `deepep` (DeepEP legacy normal-mode dispatcher model), test "
-        "`deepep_v2` (DeepEP elastic expanded-layout model); each arm's plan comes from the "
-        "site's predicate evaluated from the release's own source before and after "
-        "`driftcheck --fix`. Each arm is also run on its own correct plan, and the routed ratio "
-        "is measured against that.",
-        f"- Agreement criterion after the fix: **{criterion['kind']}** ({criterion['why']}): "
-        f"relative L2 of the MoE outputs <= {criterion.get('rel_l2_max')} and the same top-5 "
-        f"token ids in order on >= {criterion.get('top5_min_fraction', 0):.0%} of the tokens "
-        "(see docs/gpu-harness.md).",
+        f"- Machine: {environment.get('gpu')} (device kind `nvidia-h200`; the multi-GPU kinds were "
+        f"not lent), torch {environment.get('torch')}. The W ranks share the one GPU over "
+        f"{environment.get('dist_backend')} (CUDA tensors).",
+        f"- Routed experts: {runner.get('used')} {runner.get('version')}, "
+        f"`{runner.get('kernel')}` (bf16, alignment {runner.get('alignment')}), built from "
+        "`sgl-project/DeepGEMM` main by `scripts/build_deepgemm.sh` "
+        "([gpu-deepgemm.md](gpu-deepgemm.md)); dispatchers: the models of DeepEP's legacy "
+        "and elastic buffers.",
+        f"- Shape `{environment.get('shape')}`: hidden 7168 (latent 3584 in the latent "
+        f"configuration), {environment.get('experts_used')} routed experts, top-8, expert "
+        "intermediate 2048, one shared expert, bf16, 192 tokens in three prompts.",
+        "- What ran: the release's own module, executed from its source as written and as "
+        "`driftcheck --fix` writes it, the block class built and its `forward` run per arm; the "
+        "runtime it imports answered by the pack's substitutes and recorded stand-ins "
+        "([gpu-harness.md](gpu-harness.md)). Each arm ran twice per phase: the noise is the "
+        "largest run-to-run difference, and the arms agree within max(0.01, 10 x noise).",
         "",
-        "| release | W | site | phase | plans deepep / deepep_v2 | deepep_v2 routed ratio "
-        "| deepep routed ratio | rel L2 | top-5 ids agree | max top-5 logprob gap "
-        "| agreement | s per arm pair |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| run | W | sites | block | configuration | reference / test / control | before: rel L2 (top-5 agree) | control vs reference | after: rel L2 (top-5 agree) | noise | verdict |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for name, report in reports.items():
-        lines += _rows(name, report)
-    after = [site["after"] for report in reports.values() for site in report["sites"]]
-    lines += ["", "Verdicts:", ""]
-    for name, report in reports.items():
-        lines += _verdicts(name, report)
-    lines += [
-        "",
-        "The routed ratio is the least-squares scalar between the arm's routed part and the "
-        "same arm's routed part on its correct plan: W means the TP all-reduce summed W "
-        'already-combined copies. "s per arm pair" is the wall time of both arms\' forward '
-        "passes and read-outs in the phase (rank 0, synchronised; the first arm of a run "
-        "includes loading the JIT kernels).",
-        "",
-        "## Commands",
-        "",
-        "```",
-        SETUP,
-        *commands,
-        "```",
-        "",
-        "Each run's progress log is beside its report (`docs/gpu-runs/k3_*.log`), and its "
-        "Markdown report (`k3_*.md`).",
-        "",
-        "## Reading",
-        "",
-        "- Before the fix `deepep_v2` takes the standard plan (DP gather + TP all-reduce) behind "
-        "a dispatcher that has already combined: its routed part is exactly W times its own "
-        "correct plan's (2.0000 at W=2, 4.0000 at W=4) while `deepep`'s is 1.0000, and the "
-        "top-5 read-out collapses.",
-        "- After the fix both arms take the EP all-to-all plan. They are not bit-exact, and "
-        "are not expected to be: the legacy model rounds each rank's partial sum to bf16 before "
-        "the cross-rank sum, the elastic model sums all eight weighted slots once. Their outputs "
-        f"are {_span(after, 'rel_l2', '.2e')} apart (relative L2), "
-        f"{_span(after, 'top5_token_agreement', 's')} tokens keep the same top-5 ids in the same "
-        "order, and on those the log-probabilities differ by at most "
-        f"{max(p['top5_max_logprob_diff'] for p in after):.3g}; on the other tokens the top-5 "
-        "ids differ in order or membership (the report does not record which; a gap of that "
-        "size reorders near-tied candidates).",
-        "- 0.5.21 has two sites (`KimiK3MoE.__init__`, `self._ep_a2a`; "
-        "`KimiK3DecoderLayer.__init__`, `self._sp_moe`); each is run on its own and gives the "
-        "same numbers, since the harness models the same EP all-to-all role for both.",
-        "- Not measured here: NCCL (one GPU only), W=8, FP8 experts (DeepGEMM's "
-        "`m_grouped_fp8_gemm_nt_contiguous` runs on this build, see gpu-deepgemm.md, but the "
-        "layer uses the bf16 kernel), and the real DeepEP kernels (the dispatchers are models "
-        "of their layouts and reduction orders).",
-    ]
-    OUTPUT.write_text("\n".join(lines) + "\n")
-    print(f"wrote {OUTPUT.relative_to(REPO)}")
-    return 0
+    for run, world, report in reports:
+        out += _rows(run, world, report)
+    out += ["", "The lines of the tree that ran in one arm and not the other, before the fix:", ""]
+    for run, world, report in reports:
+        out += _differences(run, world, report)
+    out += ["", "Verdicts:", ""]
+    for run, world, report in reports:
+        for unit in report["units"]:
+            out.append(f"- {run}, W={world}: **{unit['verdict']}**: {unit['verdict_reason']}")
+        for site in report["not_plan_sites"]:
+            out.append(f"- {run}, W={world}, `{site['symbol']}` :{site['line']}: {site['reason']}")
+    out += ["", "## Commands", "", "```", SETUP, "", commands, "```", ""]
+    return "\n".join(out)
+
+
+def main() -> None:
+    """Write the page."""
+    OUTPUT.write_text(render())
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

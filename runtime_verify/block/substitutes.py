@@ -29,7 +29,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 from typing import Any, NamedTuple
 
 import torch
@@ -427,6 +426,11 @@ def topk_class(ctx: RunContext) -> type[nn.Module]:
     return TopK
 
 
+# the experts generated in this process: every arm and phase builds the same block, so the
+# same numbers are drawn once (a K3-sized bank takes seconds to draw)
+_BANKS: dict[tuple[object, ...], ExpertWeights] = {}
+
+
 @dataclass
 class ExpertBank:
     """The routed experts of one block, as the dispatcher models take them (``shape``,
@@ -438,24 +442,27 @@ class ExpertBank:
     comm: Comm
     dtype: torch.dtype
 
-    @cached_property
+    def _drawn(self, layout: str, experts: Any, rows: tuple[int, int]) -> ExpertWeights:
+        key = (self.shape, self.seed, self.tag, layout, self.comm.rank, self.comm.world_size,
+               str(self.comm.device), self.dtype)  # fmt: skip
+        if key not in _BANKS:
+            _BANKS[key] = build_experts(
+                self.shape, self.seed, self.tag, experts, self.shape.intermediate, rows,
+                self.comm.device, self.dtype,
+            )  # fmt: skip
+        return _BANKS[key]
+
+    @property
     def routed_ep(self) -> ExpertWeights:
         """The whole experts this rank owns."""
         owned = ep_experts(self.shape.experts, self.comm.rank, self.comm.world_size)
-        full = self.shape.intermediate
-        return build_experts(
-            self.shape, self.seed, self.tag, owned, full, (0, full), self.comm.device, self.dtype
-        )
+        return self._drawn("ep", owned, (0, self.shape.intermediate))
 
-    @cached_property
+    @property
     def routed_tp(self) -> ExpertWeights:
         """This rank's intermediate slice of every expert."""
-        full = self.shape.intermediate
-        rows = tp_row_range(full, self.comm.rank, self.comm.world_size)
-        experts = range(self.shape.experts)
-        return build_experts(
-            self.shape, self.seed, self.tag, experts, full, rows, self.comm.device, self.dtype
-        )
+        rows = tp_row_range(self.shape.intermediate, self.comm.rank, self.comm.world_size)
+        return self._drawn("tp", range(self.shape.experts), rows)
 
 
 def experts_class(ctx: RunContext) -> type[nn.Module]:
