@@ -264,6 +264,23 @@ async def test_saving_the_helper_judges_the_other_open_documents_again(editor: E
 
 
 @pytest.mark.asyncio
+async def test_a_new_configuration_on_disk_judges_the_open_documents_again(
+    editor: Editor,
+) -> None:
+    path = editor.root / KIMI_LIKE
+    await editor.open(path)
+    config = editor.root / "driftcheck.toml"
+    config.write_text('ignore = ["DC001"]\n')
+    editor.client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            [types.FileEvent(uri=uri_of(config), type=types.FileChangeType.Created)]
+        )
+    )
+    assert await editor.diagnostics(path) == []
+    assert [m for m in editor.client.log_messages if m.type == types.MessageType.Error] == []
+
+
+@pytest.mark.asyncio
 async def test_the_baseline_setting_hides_what_the_baseline_holds(tmp_path: Path) -> None:
     root = copy_tree(tmp_path)
     CliRunner().invoke(

@@ -41,7 +41,7 @@ from .settings import Settings, SettingsError
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
-WATCHED = ("**/*.py", "**/*.pyi", "**/{pyproject,driftcheck,.driftcheck}.toml", "**/*.json")
+WATCHED = ("**/*.py", "**/*.pyi", "**/{pyproject,driftcheck,.driftcheck}.toml")
 
 
 def _path_of(uri: str) -> Path | None:
@@ -256,7 +256,9 @@ def build_server() -> DriftcheckServer:
     @feature(types.INITIALIZED)
     async def initialized(params: types.InitializedParams) -> None:
         if server.supports("workspace.did_change_watched_files.dynamic_registration"):
-            watchers = [types.FileSystemWatcher(glob_pattern=g) for g in WATCHED]
+            baseline = server.settings.baseline
+            globs = [*WATCHED, *([f"**/{baseline.name}"] if baseline is not None else [])]
+            watchers = [types.FileSystemWatcher(glob_pattern=g) for g in globs]
             options = types.DidChangeWatchedFilesRegistrationOptions(watchers=watchers)
             registration = types.Registration(
                 id="driftcheck-watched-files",
