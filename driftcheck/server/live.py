@@ -120,6 +120,7 @@ class LiveProject:
         self.spec = scan_spec(tuple(self._pristine), self.config)
         self.scans: dict[str, FileScan] = dict(self.base.scans)
         self._saved: tuple[dict[str, dict[str, str]], AttributeReads] | None = None
+        self._buffers: dict[str, tuple[bytes, FileScan]] = {}  # each buffer's last scan
 
     @property
     def project(self) -> Project:
@@ -154,7 +155,10 @@ class LiveProject:
     def judge(self, rel: str, data: bytes) -> CheckResult:
         """The findings and problems of ``rel`` holding ``data``, judged with the saved scans
         of every other file: the result ``driftcheck check`` gives for the saved file."""
-        scan = scan_bytes(rel, data, self.spec)
+        last = self._buffers.get(rel)
+        # judged again with the same text (another file changed): its scan is the same
+        scan = last[1] if last is not None and last[0] == data else scan_bytes(rel, data, self.spec)
+        self._buffers[rel] = (data, scan)
         scans = dict(self.scans)
         if scan.is_empty():
             scans.pop(rel, None)
@@ -174,6 +178,10 @@ class LiveProject:
             return judge_scans(result, self.codes, baseline, {rel})
         latent, reads = self._saved_facts()
         return judge_scans(result, self.codes, baseline, {rel}, latent, reads)
+
+    def forget(self, rel: str) -> None:
+        """The buffer of ``rel`` was closed."""
+        self._buffers.pop(rel, None)
 
     def _saved_facts(self) -> tuple[dict[str, dict[str, str]], AttributeReads]:
         """The per-model gates' answer and the attribute reads of the saved scans, which a

@@ -194,8 +194,10 @@ class Session:
 
     def close(self, uri: str) -> None:
         """The document was closed: forget its judgements."""
-        self.judged.pop(uri, None)
+        judged = self.judged.pop(uri, None)
         self.good.pop(uri, None)
+        if judged is not None and judged.project is not None:
+            judged.project.forget(judged.project.rel(judged.path))
 
     def current(self, uri: str, path: Path | None, text: str, version: int | None) -> Judged:
         """The judgement of exactly this text (judged now when the latest is of another)."""
