@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from driftcheck.baseline import Baseline, BaselineError
+from driftcheck.config import Config
 from driftcheck.engine import CheckResult, check, judge_scans, rule_selection, scan_spec
 from driftcheck.gates import latent_members
 from driftcheck.liveness import AttributeReads
@@ -128,7 +129,7 @@ class LiveProject:
         return self.base.project
 
     @property
-    def config(self):  # type: ignore[no-untyped-def]
+    def config(self) -> Config:
         """The configuration that applies."""
         return self.base.config
 
