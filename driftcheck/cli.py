@@ -40,6 +40,7 @@ class DefaultGroup(click.Group):
     LAZY = {
         "verify": "driftcheck.verify_cli:verify_command",
         "gen-test": "driftcheck.verify_cli:gen_test_command",
+        "server": "driftcheck.server.command:server_command",
     }
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:

@@ -61,6 +61,9 @@ class CheckResult:
     # with ``record_inputs``: every file and directory read, and its stamp when read
     # (:mod:`driftcheck.replay` repeats the run while they all stay the same)
     inputs: dict[str, tuple[int, int, int, int] | None] | None = None
+    # unsaved texts by canonical path (the language server's buffers): judging and fixing
+    # read these instead of the files
+    buffers: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def fatal(self) -> bool:
@@ -92,6 +95,16 @@ class CheckResult:
     def config(self) -> Config:
         """The configuration that applied."""
         return self.project.config
+
+    def source_text(self, rel: str) -> str | None:
+        """The text of file ``rel`` as the run saw it: its buffer, else the file (None when
+        it cannot be read now)."""
+        if rel in self.buffers:
+            return _decoded_or_none(self.buffers[rel])
+        try:
+            return _decoded_or_none((self.root / rel).read_bytes())
+        except OSError:
+            return None
 
 
 _WORKER: dict[str, ScanSpec] = {}
@@ -141,7 +154,7 @@ def check(
         project = discover_project(paths, cwd=cwd, config_path=config_path)
         if config is not None:
             project = replace(project, config=config)
-        codes = _selection(project.config, select, ignore, extend_select)
+        codes = rule_selection(project.config, select, ignore, extend_select)
     except ConfigError as exc:
         result = CheckResult(Project(cwd, cwd, Config()), None, None)
         result.problems.append(Problem(exc.path, exc.line, exc.message))
@@ -177,13 +190,7 @@ def check(
     if any(str(t.resolve()) in defining for t in targets if t.is_file()):
         targets, result.expanded = [project.root], True
     universes = tuple(u.universe for u in every.universes)
-    spec = ScanSpec(
-        universes,
-        build_prefilter(universes),
-        tuple(g.register_call for g in project.config.gates),
-        project.config.model_marker,
-        tuple(sorted(project.config.operations.items())),
-    )
+    spec = scan_spec(universes, project.config)
     cache = None
     if use_cache:
         fingerprint = "\n".join(u.fingerprint() for u in universes)
@@ -194,7 +201,20 @@ def check(
         return _check_files(result, targets, scanner, cache, codes, baseline)
 
 
-def _selection(
+def scan_spec(universes: tuple[Universe, ...], config: Config) -> ScanSpec:
+    """What every file of a run is scanned for: the universes (before any family is inferred
+    from the scans), their prefilter, the gates' registry calls, the model-file marker and the
+    pack's role operations."""
+    return ScanSpec(
+        universes,
+        build_prefilter(universes),
+        tuple(g.register_call for g in config.gates),
+        config.model_marker,
+        tuple(sorted(config.operations.items())),
+    )
+
+
+def rule_selection(
     config: Config,
     select: Iterable[str] | None,
     ignore: Iterable[str],
@@ -233,7 +253,7 @@ def _check_files(
     baseline: Baseline | None,
 ) -> CheckResult:
     project, universe = result.project, result.universe
-    root, config = project.root, project.config
+    root = project.root
     assert universe is not None
     # Files stream from the walk as plain strings: per-file state is what grows with the tree
     # (47,000 files), so nothing per file is kept unless the file contributes something.
@@ -304,16 +324,36 @@ def _check_files(
         cache.save()
     result.files_checked = walked_count - len(unreadable)
     result.files_unreadable = len(unreadable)
+    return judge_scans(result, codes, baseline, named)
+
+
+def judge_scans(
+    result: CheckResult,
+    codes: set[str],
+    baseline: Baseline | None,
+    named: set[str] | None = None,
+    latent: dict[str, dict[str, str]] | None = None,
+    reads: AttributeReads | None = None,
+) -> CheckResult:
+    """Judge the scans ``result`` holds (every contributing file of the tree: cross-file
+    rules read them all) and keep the findings of the ``named`` files (None: every file).
+
+    ``latent`` (the per-model gates' answer) and ``reads`` (what other files read of the
+    sites' attributes) are given when the caller already has them for these scans (the
+    language server keeps them between edits); they are computed otherwise.
+    """
     _infer_missing_families(result)
     if _configured_canonical_unusable(result):
         return result
+    root, config = result.root, result.config
     universe = result.universe
     assert universe is not None
-    latent = latent_members(root, config, universe, result.scans)
-    reads = AttributeReads(
-        {rel: scan.classes for rel, scan in result.scans.items()},
-        lambda rel: _text_or_none(root / rel),
-    )
+    if latent is None:
+        latent = latent_members(root, config, universe, result.scans)
+    if reads is None:
+        reads = AttributeReads(
+            {rel: scan.classes for rel, scan in result.scans.items()}, result.source_text
+        )
     result.reads = reads
     judge = Judge(result.universes, universe, config, codes, latent, reads)
     judge.prepare(result.scans)
@@ -331,11 +371,11 @@ def _check_files(
     return result
 
 
-def _text_or_none(path: Path) -> str | None:
-    """A scanned file's text for the liveness check (None when it cannot be read now)."""
+def _decoded_or_none(data: bytes) -> str | None:
+    """A scanned file's text for the liveness check (None when it cannot be decoded)."""
     try:
-        return decode_source(path.read_bytes())
-    except (OSError, UnicodeDecodeError, LookupError, SyntaxError):
+        return decode_source(data)
+    except (UnicodeDecodeError, LookupError, SyntaxError):
         return None
 
 

@@ -31,7 +31,7 @@ KEEP = 64
 # granularity would leave its stamp as it was (``$DRIFTCHECK_RACY_MS`` overrides, for tests)
 RACY_NS = 2_000_000_000
 WRITES = ("--fix", "--diff", "--write-baseline", "--create-helper", "--no-cache")
-OTHER_COMMANDS = ("verify", "gen-test", "discover", "explain")
+OTHER_COMMANDS = ("verify", "gen-test", "discover", "explain", "server")
 INFORMATION = ("--help", "-h", "--version")
 ENVIRONMENT = ("NO_COLOR", "FORCE_COLOR", "DRIFTCHECK_CACHE_DIR", "TERM")
 PACKAGE = Path(__file__).resolve().parent

@@ -27,7 +27,7 @@ from driftcheck.rules.base import drift
 from .flips import Change, FlipError, compute_change
 from .imports import import_edit, import_statement
 from .plan import FileContext, Refusal, Replacement, Rewrite, SiteJob
-from .text import LineIndex, read_source
+from .text import LineIndex, SourceFile, read_source, source_of
 from .unused import unused_receiver_edits
 from .write import WriteError, compiles, unified_diff, write_atomically
 
@@ -83,7 +83,7 @@ def _plan_file(
 ) -> list[tuple[int, Fix | None, str | None]]:
     scan = result.scans.get(rel)
     try:
-        source = read_source(result.root / rel)
+        source = _read(result, rel)
     except (OSError, UnicodeDecodeError, SyntaxError, LookupError) as exc:
         return [(i, None, f"cannot read the file: {exc}") for i in range(len(findings))]
     if scan is None or source.digest != scan.digest:
@@ -139,6 +139,15 @@ def _plan_file(
         rewrite = replace(rewrite, extra=(*rewrite.extra, *extras.get(position, [])))
         outcomes[index] = (_as_fix(ctx, rewrite, changes[index]), None)
     return [(i, *outcomes[i]) for i in range(len(findings))]
+
+
+def _read(result: CheckResult, rel: str) -> SourceFile:
+    """File ``rel`` as the run judged it: its unsaved buffer (the language server's), else
+    the file."""
+    path = result.root / rel
+    if rel in result.buffers:
+        return source_of(path, result.buffers[rel])
+    return read_source(path)
 
 
 def _bug(exc: Exception) -> str:
@@ -329,7 +338,7 @@ def _apply_file(
     path = result.root / rel
     scan = result.scans.get(rel)
     try:
-        source = read_source(path)
+        source = _read(result, rel)
     except (OSError, UnicodeDecodeError, SyntaxError, LookupError) as exc:
         outcome.problems.append(Problem(rel, None, f"not fixed: cannot read the file: {exc}"))
         outcome.remaining.extend(findings)

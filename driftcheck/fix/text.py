@@ -105,7 +105,11 @@ class SourceFile:
 
 def read_source(path: Path) -> SourceFile:
     """Read and decode ``path`` as Python source (PEP 263 coding line, UTF-8 BOM)."""
-    data = path.read_bytes()
+    return source_of(path, path.read_bytes())
+
+
+def source_of(path: Path, data: bytes) -> SourceFile:
+    """Decode ``data``, the content of ``path``, as Python source (as :func:`read_source`)."""
     encoding = source_encoding(data)  # honours \r line endings, as Python does
     bom = data.startswith(b"\xef\xbb\xbf")
     if encoding == "utf-8-sig":
