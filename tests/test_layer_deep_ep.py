@@ -191,7 +191,10 @@ def test_confirm_plans_refuses_before_any_rank_starts() -> None:
 
 def verify(runner: CliRunner, tmp_path: Path, *args: str) -> object:
     path = example_tree(tmp_path, K3_LIKE) / EXAMPLE_PATH
-    return runner.invoke(main, ["verify", str(path), "--no-cache", *args], catch_exceptions=False)
+    # --unsafe-fixes: the full fix (the example's members are held back: nothing shares its role)
+    return runner.invoke(
+        main, ["verify", str(path), "--no-cache", "--unsafe-fixes", *args], catch_exceptions=False
+    )
 
 
 @pytest.mark.parametrize(
