@@ -183,6 +183,12 @@ def _recorded(run: Callable[..., int]) -> Callable[..., None]:
 @click.option("--fix", is_flag=True, help="Rewrite drifting enumerations in place.")
 @click.option("--diff", is_flag=True, help="Show the fixes as a unified diff without writing.")
 @click.option(
+    "--unsafe-fixes",
+    is_flag=True,
+    help="Also add the held-back members: live ones no same-role site lists "
+    "(`driftcheck explain DC001`: Fix safety).",
+)
+@click.option(
     "--fix-style",
     type=click.Choice(["minimal", "helper"]),
     default=None,
@@ -211,6 +217,7 @@ def check_command(
     fail_on: str,
     fix: bool,
     diff: bool,
+    unsafe_fixes: bool,
     fix_style: str | None,
     create_helper: bool,
 ) -> int:
@@ -222,7 +229,8 @@ def check_command(
         except BaselineError as exc:
             _echo(f"error: {exc}", err=True)
             return 2
-    result = check(
+    run_check = functools.partial(
+        check,
         list(paths) or [Path(".")],
         config_path=config_path,
         select=_codes("--select", select),
@@ -231,8 +239,8 @@ def check_command(
         jobs=jobs,
         use_cache=not no_cache,
         baseline=baseline,
-        record_inputs=_RECORDER is not None,
     )
+    result = run_check(record_inputs=_RECORDER is not None)
     if _RECORDER is not None:
         _record_inputs(_RECORDER, result, [config_path, baseline_path])
     use_color = _use_color(color)
@@ -263,10 +271,12 @@ def check_command(
         additions = created.additions
         for note in [*created.refusals, *created.notes]:
             _echo(note, err=True)
+    style = fix_style or result.config.fix_style
     if fix or diff or output_format in ("json", "sarif"):
         from .fix.apply import attach_fixes
 
-        findings = attach_fixes(result, findings, fix_style or result.config.fix_style)
+        findings = attach_fixes(result, findings, style, unsafe=unsafe_fixes)
+    held_back = 0
     if fix or diff:
         from .fix.apply import apply_fixes
 
@@ -283,13 +293,28 @@ def check_command(
                 _echo(fix_summary(outcome, written=False, remaining=len(findings)), err=True)
             return _exit_code(result, findings, fail_on)
         findings = outcome.remaining
+        held_back = outcome.held_back
+        if outcome.partial and outcome.written:
+            # a fix that held members back leaves its finding standing: report it as written
+            again = run_check()
+            findings = again.findings
+            if output_format in ("json", "sarif"):
+                findings = attach_fixes(again, findings, style, unsafe=unsafe_fixes)
         if output_format == "text" and outcome.fixed:
             _emit_text(result, findings, use_color)
             if not quiet:
                 _echo(fix_summary(outcome, written=True, remaining=len(findings)), err=True)
             return _exit_code(result, findings, fail_on)
     _emit(result, findings, output_format, use_color, quiet)
+    if held_back and output_format == "text" and not quiet:
+        _echo(held_back_hint(held_back), err=True)
     return _exit_code(result, findings, fail_on)
+
+
+def held_back_hint(count: int) -> str:
+    """``1 fix holds back members: --unsafe-fixes adds them.`` (Ruff's hidden-fix hint)."""
+    fixes = "1 fix holds" if count == 1 else f"{count} fixes hold"
+    return f"{fixes} back members: --unsafe-fixes adds them."
 
 
 def _emit(
@@ -339,6 +364,8 @@ def fix_summary(outcome: FixOutcome, *, written: bool, remaining: int) -> str:
     verb = "Fixed" if written else "Would fix"
     what = f"{fixed} finding{'s' if fixed != 1 else ''} in {files} file{'s' if files != 1 else ''}"
     tail = f"{remaining} remain{'s' if remaining == 1 else ''}"
+    if outcome.held_back:
+        tail += f" ({outcome.held_back} with held-back members: --unsafe-fixes adds them)"
     if not written:
         return f"{verb} {what} (nothing written); {tail}."
     return f"{verb} {what}; {tail}."

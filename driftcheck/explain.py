@@ -27,9 +27,19 @@ def render_rule(code: str) -> str | None:
         lines += ["", "## Examples that are reported", ""]
         for example in rule.INVALID:
             lines += ["```python", example.code.rstrip(), "```", ""]
+            if example.expected_safe_fix is not None:
+                held = ", ".join(example.held_back or ())
+                lines += [
+                    f"Fixed by `--fix` (`--fix-style minimal`; held back: {held}):",
+                    "",
+                    "```python",
+                    example.expected_safe_fix.rstrip(),
+                    "```",
+                    "",
+                ]
             if example.expected_fix is not None:
                 lines += [
-                    "Fixed (`--fix-style minimal`):",
+                    "Fixed by `--fix --unsafe-fixes` (`--fix-style minimal`):",
                     "",
                     "```python",
                     example.expected_fix.rstrip(),

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from driftcheck.rules import CATALOGUE, Judgement, Rule
+from driftcheck.rules.applicability import SameRoleSites
 from driftcheck.rules.base import RunIndex
 
 from .config import Config
@@ -48,10 +49,13 @@ class Judge:
         self.codes = codes
         self.rules: list[Rule] = [CATALOGUE[c]() for c in sorted(codes) if c in CATALOGUE]
         self.latent = latent or {}
+        self.same_role: SameRoleSites | None = None
 
     def prepare(self, scans: Mapping[str, FileScan]) -> None:
-        """Run every rule's cross-file hook over the whole run's scans."""
+        """Run every rule's cross-file hook over the whole run's scans, and index the sites
+        by role for the fixes' applicability."""
         run = RunIndex(scans, self.universes, self.config, self.primary)
+        self.same_role = SameRoleSites(run, self.latent)
         for rule in self.rules:
             rule.prepare(run)
 
@@ -102,6 +106,7 @@ class Judge:
             allowed_extra=frozenset(allowed_extra),
             latent=self.latent.get(site.path, {}),
             unread=self.reads.unread(site) if self.reads is not None else (),
+            same_role=self.same_role,
         )
         results: list[Finding] = []
         for rule in self.rules:

@@ -428,6 +428,24 @@ class Site:
 
 
 @dataclass(frozen=True)
+class Applicability:
+    """Whether ``--fix`` may add one missing member without asking (Ruff's safe and unsafe
+    fixes), and the evidence read from the tree (:mod:`driftcheck.rules.applicability`)."""
+
+    member: str
+    safe: bool
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: ``{"member", "applicability": "safe" | "unsafe", "reason"}``."""
+        return {
+            "member": self.member,
+            "applicability": "safe" if self.safe else "unsafe",
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
 class Fix:
     """A rewrite of one site's expression and the backends whose value it flips."""
 
@@ -440,13 +458,26 @@ class Fix:
     change: str = ""
     # further edits the fix needs outside ``span``: the helper's import, an unused receiver
     edits: tuple[tuple[Span, str], ...] = ()
+    # the missing members this fix leaves out, each with why (applied by --unsafe-fixes); a
+    # fix that flips nothing (every member held back) replaces ``span`` with its own text
+    held_back: tuple[tuple[str, str], ...] = ()
+    # every missing member's applicability, whichever of them the fix applies
+    members: tuple[Applicability, ...] = ()
+
+    @property
+    def writes(self) -> bool:
+        """Whether applying the fix changes the file: not when it holds every member back."""
+        return bool(self.flips) or not self.held_back
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form: ``{"style", "replacement", "flips", "change"}`` plus the span."""
+        """JSON form: ``{"style", "replacement", "flips", "held_back", "members", "change"}``
+        plus the span."""
         return {
             "style": self.style,
             "replacement": self.replacement,
             "flips": list(self.flips),
+            "held_back": [{"member": m, "reason": why} for m, why in self.held_back],
+            "members": [a.to_dict() for a in self.members],
             "change": self.change,
             "span": {  # 1-based columns, like the finding's own col/end_col
                 "line": self.span.line,
@@ -504,6 +535,13 @@ class Finding:
     inferred: bool = False
     # the places the finding rests on: the canonical's definition, then the rule's evidence
     related: tuple[Related, ...] = field(default=(), compare=False)
+    # each missing member's fix applicability, in ``missing``'s order (family rules only)
+    applicability: tuple[Applicability, ...] = ()
+
+    @property
+    def held_back(self) -> tuple[Applicability, ...]:
+        """The missing members ``--fix`` leaves out (only ``--unsafe-fixes`` adds them)."""
+        return tuple(a for a in self.applicability if not a.safe)
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON contract documented in ``docs/json-output.md``."""

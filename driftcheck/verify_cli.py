@@ -58,11 +58,13 @@ def _checked(
     return result
 
 
-def _family_findings(result: CheckResult, fix_style: str | None) -> list[Finding]:
+def _family_findings(
+    result: CheckResult, fix_style: str | None, unsafe: bool = False
+) -> list[Finding]:
     from .fix.apply import attach_fixes
 
     findings = [f for f in result.findings if f.canonical and f.missing]
-    return attach_fixes(result, findings, fix_style or result.config.fix_style)
+    return attach_fixes(result, findings, fix_style or result.config.fix_style, unsafe=unsafe)
 
 
 def _arms(value: str) -> tuple[str, str]:
@@ -90,6 +92,11 @@ def _arms(value: str) -> tuple[str, str]:
     type=click.Choice(["minimal", "helper"]),
     default=None,
     help="The fix to verify (default: the configured style).",
+)
+@click.option(
+    "--unsafe-fixes",
+    is_flag=True,
+    help="Verify the full fix, held-back members added (default: the fix --fix applies).",
 )
 @click.option(
     "--site",
@@ -176,6 +183,7 @@ def verify_command(
     select: str | None,
     config_path: Path | None,
     fix_style: str | None,
+    unsafe_fixes: bool,
     sites: tuple[str, ...],
     no_cache: bool,
     layer: bool,
@@ -201,7 +209,7 @@ def verify_command(
     if dispatcher != "model":
         _check_deep_ep_usage(layer, device, shape)
     result = _checked(paths, config_path, select, no_cache)
-    findings = select_sites(_family_findings(result, fix_style), sites)
+    findings = select_sites(_family_findings(result, fix_style, unsafe_fixes), sites)
     proofs = [prove(result, finding) for finding in findings]
     layer_report = None
     if layer:

@@ -12,7 +12,9 @@ Each rule module defines one :class:`Rule` subclass and owns all of its behaviou
 Its ``VALID`` and ``INVALID`` examples are model-file snippets evaluated against a fixture
 universe (``fixtures/sglang_like`` unless the example names another) by the test suite,
 fixit-style: an INVALID example must
-produce the rule's code (and its ``expected_fix`` text when given), a VALID one must not.
+produce the rule's code (and its ``expected_fix`` text when given: every missing member added,
+as ``--unsafe-fixes`` writes it; ``expected_safe_fix`` and ``held_back`` say what plain ``--fix``
+writes and leaves out), a VALID one must not.
 Whether a rule offers a fix is derived from its examples (any INVALID example with
 ``expected_fix``), and the test suite checks that such a rule implements :meth:`plan_fix`.
 """
@@ -24,9 +26,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from driftcheck.families import covered_members
-from driftcheck.model import Family, Finding, Related, Severity, Site, Universe
+from driftcheck.model import Applicability, Family, Finding, Related, Severity, Site, Universe
 
 if TYPE_CHECKING:
+    from driftcheck.rules.applicability import SameRoleSites
+
     from driftcheck.config import Config
     from driftcheck.fix.plan import FileContext, Rewrite, SiteJob
     from driftcheck.scan import FileScan
@@ -37,8 +41,13 @@ class Example:
     """A snippet placed in a model module of the fixture tree."""
 
     code: str
+    # what the fix writes with every missing member added (``--unsafe-fixes``; plain ``--fix``
+    # too when no member is held back)
     expected_fix: str | None = None
     missing: tuple[str, ...] | None = None
+    # the members plain ``--fix`` holds back, and what it writes then (safe members only)
+    held_back: tuple[str, ...] | None = None
+    expected_safe_fix: str | None = None
     note: str = ""
     select: tuple[str, ...] = ()
     siblings: dict[str, str] = field(default_factory=dict)  # other model files: name -> code
@@ -59,6 +68,8 @@ class Judgement:
     # the attributes the site sets when that is all it does and nothing reads them
     # (:mod:`driftcheck.liveness`): such a copy decides nothing today; its finding is a warning
     unread: tuple[str, ...] = ()
+    # every site of the run by role, for the fix's applicability (:mod:`.applicability`)
+    same_role: SameRoleSites | None = None
 
 
 @dataclass
@@ -122,6 +133,7 @@ def site_finding(
     message: str,
     severity: Severity | None = None,
     latent: dict[str, str] | None = None,
+    applicability: tuple[Applicability, ...] = (),
 ) -> Finding:
     """A finding located at ``site`` and judged against ``family`` (the fields every rule fills)."""
     latent = latent or {}
@@ -143,6 +155,7 @@ def site_finding(
         site=site,
         inferred=family.inferred,
         related=canonical_related(family),
+        applicability=applicability,
     )
 
 

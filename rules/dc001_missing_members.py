@@ -6,10 +6,37 @@ from typing import TYPE_CHECKING
 
 from driftcheck.model import Finding, Site
 
+from .applicability import FIX_SAFETY, assess, marked
 from .base import Example, Judgement, Rule, drift, noun, site_finding, subject, unread_note
 
 if TYPE_CHECKING:
     from driftcheck.fix.plan import FileContext, Rewrite, SiteJob
+
+
+def _served_list(*members: str) -> str:
+    """A K3-style list testing ``members``, in a model file whose architecture the fixture's
+    registry lacks (members it gates are latent there)."""
+    tests = "\n        or ".join(f"_a2a_backend.is_{m}()" for m in members)
+    return (
+        "def routes_a2a() -> bool:\n"
+        "    _a2a_backend = get_moe_a2a_backend()\n"
+        f"    return (\n        {tests}\n    )\n\n\n"
+        "class ExampleForCausalLM:\n"
+        "    pass\n\n\n"
+        "EntryClass = ExampleForCausalLM\n"
+    )
+
+
+def _a2a_block(name: str, chain: str) -> str:
+    """A block storing ``chain`` as ``self._use_a2a``, which its forward reads."""
+    return (
+        f"class {name}:\n"
+        "    def __init__(self):\n"
+        "        b = get_moe_a2a_backend()\n"
+        f"        self._use_a2a = {chain}\n\n"
+        "    def forward(self, x):\n"
+        "        return -x if self._use_a2a else x\n"
+    )
 
 
 class MissingFamilyMembers(Rule):
@@ -59,7 +86,7 @@ member, the site is reported again. A suppression that no longer matches is DC00
 return is_deepep_class_backend() or b.is_megamoe() or b.is_ascend_fuseep()
 ```
 """
-    fix_safety = "Unsafe by design: the fix flips the predicate for exactly the missing members, which the fix lists."
+    fix_safety = FIX_SAFETY
     VALID = [
         Example(
             "def pinned() -> bool:\n"
@@ -183,6 +210,33 @@ return is_deepep_class_backend() or b.is_megamoe() or b.is_ascend_fuseep()
             "    )\n",
         ),
         Example(
+            _served_list("megamoe", "deepep", "mooncake", "mori"),
+            missing=("deepep_v2", "pplx"),
+            held_back=("pplx",),
+            expected_safe_fix=_served_list("megamoe", "deepep", "deepep_v2", "mooncake", "mori"),
+            expected_fix=_served_list("megamoe", "deepep", "deepep_v2", "mooncake", "mori", "pplx"),
+            note="latent wins: the registry rejects deepep_v2 for this model, so adding it is "
+            "safe; pplx is live and no same-role site lists it: held back",
+        ),
+        Example(
+            _a2a_block("Block", "b.is_deepep() or b.is_mooncake()"),
+            missing=("deepep_v2", "mori", "pplx"),
+            held_back=("deepep_v2", "pplx"),
+            expected_safe_fix=_a2a_block(
+                "Block", "b.is_deepep() or b.is_mooncake() or b.is_mori()"
+            ),
+            expected_fix=_a2a_block(
+                "Block",
+                "b.is_deepep() or b.is_deepep_v2() or b.is_mooncake() or b.is_mori() or b.is_pplx()",
+            ),
+            note="a same-role site (another file's _use_a2a) lists mori: safe; "
+            "deepep_v2 and pplx no same-role site lists: held back",
+            siblings={
+                "sibling_moe.py": "from sglang.srt.layers.moe.utils import get_moe_a2a_backend\n\n\n"
+                + _a2a_block("SiblingBlock", "b.is_deepep() or b.is_mori()"),
+            },
+        ),
+        Example(
             "class Block:\n"
             "    def __init__(self):\n"
             "        self._a2a = get_moe_a2a_backend().is_deepep() or get_moe_a2a_backend().is_mooncake()\n\n"
@@ -244,7 +298,8 @@ def plan_in_style(ctx: FileContext, job: SiteJob, style: str) -> Rewrite:
 
 
 def family_findings(rule: Rule, site: Site, judgement: Judgement) -> list[Finding]:
-    """The shared DC001/DC003 judgement: the site against the family it enumerates."""
+    """The shared DC001/DC003 judgement: the site against the family it enumerates (DC010 and
+    DC011 share it; they offer no fix, so their members carry no fix applicability)."""
     family = judgement.family
     universe = judgement.universe
     if family is None or site.enumerator == family.name:
@@ -256,7 +311,8 @@ def family_findings(rule: Rule, site: Site, judgement: Judgement) -> list[Findin
     verb = "excludes" if site.polarity == "negative" else "enumerates"
     covered = len(family.members) - len([m for m in family.members if m not in set(present)])
     latent = {m: why for m, why in judgement.latent.items() if m in missing}
-    shown = ", ".join(f"{m} (latent)" if m in latent else m for m in missing)
+    verdicts = assess(site, missing, judgement) if rule.fixable() else ()
+    shown = marked(missing, verdicts, latent)
     message = (
         f"{subject(site)} {verb} {covered} of {len(family.members)} {noun(family, universe)}; "
         f"missing {shown} ({_canonical(family)}){unread_note(judgement)}"
@@ -277,6 +333,7 @@ def family_findings(rule: Rule, site: Site, judgement: Judgement) -> list[Findin
             message=message,
             severity=severity,
             latent=latent,
+            applicability=verdicts,
         )
     ]
 

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from driftcheck.model import Finding, Site
 
+from .applicability import FIX_SAFETY
 from .base import Example, Judgement, Rule
 from .dc001_missing_members import family_findings, plan_in_style
 
@@ -42,7 +43,7 @@ usually run on server arguments, before the runtime backend the helper reads is 
 ## Suppress
 `# driftcheck: allow-missing[pplx] -- reason` on the line of the comparison.
 """
-    fix_safety = "Unsafe by design: the fix flips the predicate for exactly the missing members, which the fix lists."
+    fix_safety = FIX_SAFETY
     VALID = [
         Example(
             "def route(x):\n"

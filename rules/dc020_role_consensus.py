@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from driftcheck.families import covered_members, enumerates, named_by
 from driftcheck.model import Family, Finding, Related, Site, Universe
 
+from .applicability import FIX_SAFETY, assess, marked
 from .base import (
     Example,
     Judgement,
@@ -82,7 +83,7 @@ becomes a call to the canonical helper, its extras are kept (`not b.is_deepep() 
 b.is_ascend_fuseep()` becomes `not is_deepep_class_backend() and not b.is_ascend_fuseep()`), and
 the import is added where missing. The fix states the backends it flips.
 """
-    fix_safety = "Unsafe by design: the fix flips the site for exactly the missing members, which the fix lists."
+    fix_safety = FIX_SAFETY
     VALID = [
         Example(
             "def forward(x):\n"
@@ -427,6 +428,7 @@ the import is added where missing. The fix states the backends it flips.
             if found is None:
                 continue
             evidence = found.text + _comment_evidence(site, family)
+            verdicts = assess(site, missing, judgement)
             finding = site_finding(
                 self,
                 site,
@@ -434,8 +436,9 @@ the import is added where missing. The fix states the backends it flips.
                 members=present,
                 missing=missing,
                 extra=extra,
-                message=f"{subject(site)} tests {', '.join(present)} where {evidence}; missing {', '.join(missing)}{provenance_note(family)}{unread_note(judgement)}",
+                message=f"{subject(site)} tests {', '.join(present)} where {evidence}; missing {marked(missing, verdicts)}{provenance_note(family)}{unread_note(judgement)}",
                 severity="warning" if judgement.unread else None,
+                applicability=verdicts,
             )
             findings.append(
                 replace(

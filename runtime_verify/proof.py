@@ -1,5 +1,7 @@
-"""Prove one finding's fix with a truth table: it flips exactly the missing members, and after
-it the site agrees with the canonical helper on every family member not declared exempt.
+"""Prove one finding's fix with a truth table: it flips exactly the members it adds (every
+missing one, less those it holds back: ``--unsafe-fixes`` proves the full fix), and after it
+the site agrees with the canonical helper on every family member not declared exempt or held
+back.
 
 The verdict is ``proven``, ``refuted`` (with the rows that disagree) or ``unproven`` (a
 construct outside the interpreter's grammar, named; or no fix to prove). A negative site
@@ -17,6 +19,7 @@ from typing import Any, Literal
 from driftcheck.rules.base import drift
 
 from driftcheck.engine import CheckResult
+from driftcheck.fix.held import not_applied_note
 from driftcheck.interpret import Unproven
 from driftcheck.model import Family, Finding, Fix, Site
 from driftcheck.scan import decode_source
@@ -139,12 +142,16 @@ def prove(result: CheckResult, finding: Finding) -> SiteProof:
     if finding.fix is None:
         refusal = finding.fix_refusal or "no fix was requested"
         return replace(base, reason=f"no fix to prove: {refusal}")
-    disagreements = judge_table(table, site.polarity, finding.missing, family, exempt)
+    if not finding.fix.writes:
+        return replace(base, reason=f"no fix to prove: {not_applied_note(finding.fix)}")
+    held = tuple(m for m, _ in finding.fix.held_back)
+    adds = tuple(m for m in finding.missing if m not in held)
+    disagreements = judge_table(table, site.polarity, adds, family, (*exempt, *held))
     if disagreements:
         reason = _refuted_reason(disagreements)
         return replace(base, verdict="refuted", reason=reason, disagreements=disagreements)
     return replace(
-        base, verdict="proven", reason=_proven_reason(table, family, exempt, before.free)
+        base, verdict="proven", reason=_proven_reason(table, family, exempt, before.free, held)
     )
 
 
@@ -196,9 +203,13 @@ def _refuted_reason(disagreements: tuple[Disagreement, ...]) -> str:
 
 
 def _proven_reason(
-    table: TruthTable, family: Family, exempt: tuple[str, ...], free: tuple[str, ...]
+    table: TruthTable,
+    family: Family,
+    exempt: tuple[str, ...],
+    free: tuple[str, ...],
+    held: tuple[str, ...] = (),
 ) -> str:
-    agreeing = len(family.members) - len(exempt)
+    agreeing = len(family.members) - len(exempt) - len(held)
     reason = (
         f"the fix flips exactly {', '.join(missing_first(table.flips(), family.members))}; "
         f"after it the site agrees with "
@@ -206,6 +217,8 @@ def _proven_reason(
     )
     if exempt:
         reason += f" ({', '.join(exempt)} declared exempt)"
+    if held:
+        reason += f" ({', '.join(held)} held back: --unsafe-fixes proves the full fix)"
     narrowings = [c for c in table.conditions() if c not in free]
     inputs = [c for c in table.conditions() if c in free]
     if narrowings:

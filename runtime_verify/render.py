@@ -46,6 +46,7 @@ def proof_dict(proof: SiteProof) -> dict[str, Any]:
         "polarity": proof.polarity,
         "missing": list(finding.missing),
         "exempt": list(proof.exempt),
+        "held_back": [m for m, _ in proof.fix.held_back] if proof.fix is not None else [],
         "style": proof.fix.style if proof.fix is not None else None,
         "narrowings": [c for c in conditions if c not in free],
         "free_inputs": [c for c in conditions if c in free],

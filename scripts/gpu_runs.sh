@@ -58,7 +58,7 @@ for world in $worlds; do
             k3_0523) run k3_0523 sglang-0.5.23 "$world" sglang/srt/models/kimi_k3.py ;;
             k3_0521) run k3_0521 sglang-0.5.21 "$world" sglang/srt/models/kimi_k3.py ;;
             qwen3_0517) run qwen3_0517 sglang-0.5.17 "$world" --select DC001,DC003,DC020 \
-                sglang/srt/models/qwen3_moe.py ;;
+                --unsafe-fixes sglang/srt/models/qwen3_moe.py ;;
             k3_0523_pplx) run k3_0523_pplx sglang-0.5.23 "$world" --arms deepep,pplx \
                 --unsafe-fixes sglang/srt/models/kimi_k3.py ;;
             *) echo "unknown step $step" ;;

@@ -16,7 +16,8 @@ import tomllib
 from driftcheck.rules import CATALOGUE
 
 from driftcheck.corpus import PINNED_SHA256, fetch_release
-from driftcheck.engine import check
+from driftcheck.engine import CheckResult, check
+from driftcheck.fix.apply import attach_fixes
 from driftcheck.model import Finding
 
 REPO = Path(__file__).resolve().parent.parent
@@ -55,22 +56,84 @@ def load_toml(name: str) -> dict[str, Any]:
     return tomllib.loads((REPO / "docs" / name).read_text())
 
 
-def run_all(versions: list[str]) -> dict[str, list[Finding]]:
-    """Every finding of every rule per release, sorted; each release is checked once. The
-    default report of the newest is checked against a default run, so that 'default' below
-    (the default-enabled codes of an ALL run) means what a plain `driftcheck` prints."""
+def run_all(
+    versions: list[str], history: list[Record]
+) -> tuple[dict[str, list[Finding]], list[Agreement]]:
+    """Every finding of every rule per release, sorted, and the fix agreement of each
+    measurable upstream fix; each release is checked once. The default report of the newest
+    is checked against a default run, so that 'default' below (the default-enabled codes of
+    an ALL run) means what a plain `driftcheck` prints."""
     runs: dict[str, list[Finding]] = {}
+    agreements: list[Agreement] = []
     for version in versions:
         result = check([fetch_release(version)], use_cache=False, select=["ALL"])
         assert not result.problems, (version, result.problems)
         runs[version] = sorted(
             result.findings, key=lambda f: (f.path, f.span.line, f.span.col, f.code, f.subject)
         )
+        agreements += fix_agreements(version, result, history)
     newest = versions[-1]
     plain = check([fetch_release(newest)], use_cache=False).findings
     subset = [f.to_dict() for f in runs[newest] if is_default(f.code)]
     assert sorted(map(repr, subset)) == sorted(repr(f.to_dict()) for f in plain), newest
-    return runs
+    return runs, agreements
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """What driftcheck's fix adds at an upstream fix's `from` release, against what upstream
+    added: ``safe`` is what `--fix` writes, ``held`` what it leaves for `--unsafe-fixes`."""
+
+    record: Record
+    finding: Finding | None  # the default finding the record matches (None: not flagged)
+    safe: tuple[str, ...] = ()
+    held: tuple[str, ...] = ()
+    refusal: str = ""
+
+    @property
+    def upstream(self) -> tuple[str, ...]:
+        """The family members upstream's fix added."""
+        return tuple(self.record["added"])
+
+    @property
+    def matches(self) -> bool:
+        """Whether `--fix` adds exactly upstream's members."""
+        return self.finding is not None and set(self.safe) == set(self.upstream)
+
+    @property
+    def full_matches(self) -> bool:
+        """Whether `--unsafe-fixes` (every missing member) adds exactly upstream's members."""
+        return self.finding is not None and set(self.finding.missing) == set(self.upstream)
+
+
+def fix_agreements(version: str, result: CheckResult, history: list[Record]) -> list[Agreement]:
+    """The measurable drift fixes from ``version``, each with the nearest default finding
+    that matches it and what that finding's `--fix` (default style) would add."""
+    found: list[Agreement] = []
+    for record in measurable_fixes(history):
+        if record["from"] != version:
+            continue
+        hits = [f for f in result.findings if is_default(f.code) and matches(f, record)]
+        if not hits:
+            found.append(Agreement(record, None))
+            continue
+        nearest = min(hits, key=lambda f: (abs(f.span.line - record["line"]), f.span.line))
+        fixed = attach_fixes(result, [nearest], result.config.fix_style)[0]
+        fix = fixed.fix
+        if fix is None:
+            held = tuple(a.member for a in nearest.held_back)
+            found.append(Agreement(record, nearest, (), held, fixed.fix_refusal or ""))
+            continue
+        safe = fix.flips if fix.writes else ()
+        found.append(Agreement(record, nearest, safe, tuple(m for m, _ in fix.held_back)))
+    return found
+
+
+def measurable_fixes(history: list[Record]) -> list[Record]:
+    """The measurable drift-fix records (the helper existed and lacked a member they add),
+    by release, path and line."""
+    fixes = [c for c in history if c["classification"] == "drift-fix" and c.get("measurable")]
+    return sorted(fixes, key=lambda c: (version_key(c["from"]), c["path"], c["line"]))
 
 
 def where(version: str, finding: Finding) -> tuple[Any, ...]:
@@ -161,7 +224,14 @@ def finding_row(
     """One per-finding table row."""
     f = finding
     site = ": ".join(part for part in (f.site.context, f.site.role.name) if part) if f.site else "-"
-    missing = ", ".join(f"{m} (latent)" if m in f.latent else m for m in f.missing) or "-"
+    held = {a.member for a in f.held_back}
+    missing = (
+        ", ".join(
+            f"{m} (latent)" if m in f.latent else f"{m} (held back)" if m in held else m
+            for m in f.missing
+        )
+        or "-"
+    )
     verdict = f"{review['verdict']}: {review['note']}" if review else "UNREVIEWED"
     upstream = "-" if fixed is None else fixed[0] + ("" if fixed[1] else " (carried)")
     return (
@@ -286,6 +356,76 @@ def error_ratio(counts: Counter) -> str:
     return f"{counts['errors judged drift'] / counts['errors']:.0%}" if counts["errors"] else "-"
 
 
+def agreement_section(agreements: list[Agreement]) -> list[str]:
+    """The fix agreement of every measurable upstream fix: a row each, then the figures."""
+    rows = [
+        "## Fix agreement",
+        "",
+        "| from → to | site | finding | safe (`--fix` adds) | held back | upstream added "
+        "| upstream's change | match | full fix matches |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for a in agreements:
+        r, f = a.record, a.finding
+        site = f"`{r['path']}:{r['line']}` {r['symbol']}"
+        change = "the helper" if f is not None and f.canonical in r["after_expr"] else "by hand"
+        if f is None:
+            rows.append(
+                f"| {r['from']} → {r['to']} | {site} | not flagged | - | - | "
+                f"{', '.join(a.upstream)} | {change} | no | no |"
+            )
+            continue
+        safe = ", ".join(a.safe) or "-"
+        if a.refusal:
+            safe += f" (fix refused: {cell(a.refusal)})"
+        rows.append(
+            f"| {r['from']} → {r['to']} | {site} | {f.code} `:{f.span.line}` | {safe} | "
+            f"{', '.join(a.held) or '-'} | {', '.join(a.upstream)} | {change} | "
+            f"{'yes' if a.matches else 'no'} | {'yes' if a.full_matches else 'no'} |"
+        )
+    flagged = [a for a in agreements if a.finding is not None]
+    extra = [a for a in flagged if set(a.safe) - set(a.upstream)]
+    short = [a for a in flagged if set(a.upstream) - set(a.safe)]
+    kept_back = [a for a in flagged if set(a.held) & set(a.upstream)]
+    rows += [
+        "",
+        f"Fix agreement: `--fix` adds exactly upstream's members at "
+        f"{sum(a.matches for a in agreements)} of {len(agreements)} measurable upstream fixes "
+        f"({len(flagged)} flagged); the full fix (every missing member, `--unsafe-fixes`) at "
+        f"{sum(a.full_matches for a in agreements)}. `--fix` adds a member upstream did not at "
+        f"{len(extra)}, and adds less than upstream at {len(short)} (at {len(kept_back)} of "
+        "them it holds back a member upstream added).",
+        "",
+        *member_agreement(flagged),
+    ]
+    return rows
+
+
+def member_agreement(flagged: list[Agreement]) -> list[str]:
+    """Per member, over the flagged upstream fixes: how often it was missing, what `--fix`
+    did with it, and what upstream did."""
+    assert all(a.finding is not None for a in flagged)
+    seen = {m for a in flagged for m in a.finding.missing}  # type: ignore[union-attr]
+    order = flagged[-1].record["helper_members"] if flagged else []  # the newest helper's order
+    members = [m for m in order if m in seen] + sorted(seen - set(order))
+    rows = [
+        "| member | missing at | `--fix` adds | held back | upstream added | "
+        "upstream added where held back | upstream left out where `--fix` adds |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for member in members:
+        missing = [a for a in flagged if member in a.finding.missing]  # type: ignore[union-attr]
+        added = [a for a in missing if member in a.safe]
+        held = [a for a in missing if member in a.held]
+        upstream = [a for a in missing if member in a.upstream]
+        rows.append(
+            f"| {member} | {len(missing)} | {len(added)} | {len(held)} | {len(upstream)} | "
+            f"{sum(member in a.upstream for a in held)} | "
+            f"{sum(member not in a.upstream for a in added)} |"
+        )
+    return [*rows, ""]
+
+
 def unused_reviews(runs: dict[str, list[Finding]], reviews: Reviews) -> list[str]:
     """Reviews whose key matches no finding of any release covered."""
     seen = {key_of(f) for fs in runs.values() for f in fs}
@@ -314,7 +454,9 @@ How to read it:
 - **Kind**: property (decides a code path; errors), allowlist (validation; DC010, off by
   default), dispatch (per-backend arm or kernel capability; DC011, off by default). **Site**:
   the statement form and the role driftcheck gives the site (function: what the value decides).
-- **Missing**: members of the family the site lacks; (latent) = gated per model at that release.
+- **Missing**: members of the family the site lacks; (latent) = gated per model at that release;
+  (held back) = live, and no same-role site lists it: `--fix` leaves it for `--unsafe-fixes`
+  (`driftcheck explain DC001`, Fix safety).
 - **Fixed upstream**: the release whose drift fix (`docs/upstream-history.toml`, `drift-fix`
   records from this release) touches the finding's site: same path and symbol, line within
   {LINE_WINDOW}. (carried): the same (path, subject, code) reported in every release from this one to the
@@ -322,6 +464,13 @@ How to read it:
 - **Summary**: counts over the default report per release; precision = drift / reviewed
   default findings; recall = measurable drift fixes (upstream fixes recalled + missed, listed
   under the `from` release) reported by the default report at the release before the fix.
+- **Fix agreement**: for each measurable upstream drift fix, the default finding nearest its
+  site at `from` and what its fix adds: **safe** = what `--fix` writes (default style);
+  **held back** = what it leaves for `--unsafe-fixes`; **upstream added** = the family members
+  upstream's change added (a switch to the helper adds all its members); **match** = `--fix`
+  adds exactly upstream's set; **full fix matches** = every missing member (`--unsafe-fixes`)
+  is upstream's set. Nothing is tuned to this table: the applicability rule is the one the rule
+  docs state.
 """
 
 
@@ -331,10 +480,11 @@ def main() -> int:
     reviews: Reviews = {
         (r["path"], r["subject"], r["code"]): r for r in load_toml("reviews.toml")["review"]
     }
-    runs = run_all(versions)
-    joined = join_history(runs, load_toml("upstream-history.toml")["change"])
+    history = load_toml("upstream-history.toml")["change"]
+    runs, agreements = run_all(versions, history)
+    joined = join_history(runs, history)
     tallies = {v: tally(v, runs[v], reviews, joined) for v in versions}
-    lines = [HEADER, *summary(tallies, runs, reviews)]
+    lines = [HEADER, *summary(tallies, runs, reviews), *agreement_section(agreements)]
     for version in reversed(versions):
         lines += release_section(version, runs[version], reviews, joined)
     lines += unused_reviews(runs, reviews)

@@ -83,3 +83,14 @@ def run_example(
     result = check(targets, select=select, use_cache=False)
     result.findings = [f for f in result.findings if f.path == path]
     return result
+
+
+def run_rule_example(tmp: Path, example) -> CheckResult:  # type: ignore[no-untyped-def]
+    """:func:`run_example` for a rule's :class:`~driftcheck.rules.Example`."""
+    return run_example(
+        tmp,
+        example.code,
+        select=example.select or None,
+        siblings=example.siblings,
+        fixture=example.fixture,
+    )

@@ -677,9 +677,19 @@ class SiteSpec:
         verb = "excludes" if self.form in NEGATIVE else "enumerates"
         message = (
             f"{self.subject} {verb} {len(overlap)} of {len(family)} {universe.shown_label} "
-            f"{universe.noun}; missing {', '.join(missing)} (canonical: {universe.helper})"
+            f"{universe.noun}; missing {held_back(missing)} (canonical: {universe.helper})"
         )
         return (self.code, path, line, col, message, missing, extra)
+
+
+def held_back(missing: tuple[str, ...]) -> str:
+    """The missing members as the message marks them: each site plays a role of its own (its
+    names carry its index) and nothing is gated, so every member is held back: ``a (held
+    back), b (held back: no same-role site lists them)``."""
+    if len(missing) == 1:
+        return f"{missing[0]} (held back: no same-role site lists it)"
+    marked = [f"{m} (held back)" for m in missing[:-1]]
+    return ", ".join([*marked, f"{missing[-1]} (held back: no same-role site lists them)"])
 
 
 def _kind(container: str) -> str:

@@ -24,17 +24,23 @@ MODELS = "sglang/srt/models"
 BAD = f"{MODELS}/bad.py"
 DENSE = (
     f"{MODELS}/dense_like.py:10:13: DC001 _enable_a2a_moe enumerates 4 of 5 DeepEP-family "
-    "backends; missing deepep_v2 (canonical: is_deepep_class_backend)"
+    "backends; missing deepep_v2 (held back: no same-role site lists it) "
+    "(canonical: is_deepep_class_backend)"
 )
 KIMI = (
     f"{MODELS}/kimi_like.py:10:9: DC001 _uses_ep_a2a enumerates 3 of 5 DeepEP-family "
-    "backends; missing deepep_v2 (latent), pplx (canonical: is_deepep_class_backend)"
+    "backends; missing deepep_v2 (latent), pplx (held back: no same-role site lists it) "
+    "(canonical: is_deepep_class_backend)"
 )
 IMPORT = b"from sglang.srt.layers.moe.utils import get_moe_a2a_backend\n"
 # a drifting site, so the prefilter sends the file to the parser (files without backend
 # tokens are not parsed at all: driftcheck is not a syntax checker)
 SITE = b"X = get_moe_a2a_backend().is_deepep() or get_moe_a2a_backend().is_mori()\n"
-SITE_MESSAGE = "DC001 X enumerates 2 of 5 DeepEP-family backends; missing deepep_v2, mooncake, pplx (canonical: is_deepep_class_backend)"
+SITE_MESSAGE = (
+    "DC001 X enumerates 2 of 5 DeepEP-family backends; missing deepep_v2 (held back), "
+    "mooncake (held back), pplx (held back: no same-role site lists them) "
+    "(canonical: is_deepep_class_backend)"
+)
 
 
 _RECORDER: list = []  # the running test's ``record_property`` (see ``evidence``)
@@ -173,7 +179,7 @@ def test_odd_but_valid_encodings_and_line_endings_are_checked_normally(
 @pytest.mark.parametrize("newline", [b"\r\n", b"\r"], ids=["crlf", "cr-only"])
 def test_fix_keeps_the_line_endings(runner: CliRunner, sglang_like: Path, newline: bytes) -> None:
     path = with_bad_file(sglang_like, (IMPORT + SITE).replace(b"\n", newline))
-    result = run(runner, path, "--no-cache", "--fix")
+    result = run(runner, path, "--no-cache", "--fix", "--unsafe-fixes")
     assert result.exit_code == 0
     fixed = SITE.replace(
         b"is_deepep()",
@@ -249,7 +255,7 @@ def test_syntax_error_away_from_every_site_is_not_read_and_fix_leaves_the_file(
     result = run(runner, sglang_like, "--no-cache")
     assert result.exit_code == 1
     assert f"{BAD}:6:5: {SITE_MESSAGE}" in result.stdout.splitlines()
-    fixed = run(runner, sglang_like, "--no-cache", "--fix")
+    fixed = run(runner, sglang_like, "--no-cache", "--fix", "--unsafe-fixes")
     assert fixed.exit_code == 2
     assert (
         f"{BAD}: error: not fixed: the file does not compile (line 2: invalid syntax)"
@@ -366,15 +372,15 @@ def test_read_only_file_is_not_fixed_and_the_others_are(
     kimi = sglang_like / MODELS / "kimi_like.py"
     before = kimi.read_bytes()
     kimi.chmod(0o444)
-    result = run(runner, sglang_like, "--no-cache", "--fix")
+    result = run(runner, sglang_like, "--no-cache", "--fix", "--unsafe-fixes")
     assert result.exit_code == 2
     assert (
         f"{MODELS}/kimi_like.py: error: not fixed: the file is read-only; not overwritten"
         in result.stderr.splitlines()
     )
     assert (
-        f"{MODELS}/dense_like.py:10: fixed DC001 (minimal): False -> True for deepep_v2"
-        in result.stderr.splitlines()
+        f"{MODELS}/dense_like.py:10: fixed DC001 (minimal): False -> True for deepep_v2; "
+        "unsafe: deepep_v2 (no same-role site lists it)" in result.stderr.splitlines()
     )
     assert result.stdout.splitlines() == [KIMI]
     assert kimi.read_bytes() == before
@@ -384,7 +390,7 @@ def test_file_deleted_between_check_and_write_is_not_recreated(sglang_like: Path
     from driftcheck.fix.apply import apply_fixes, attach_fixes
 
     result = check([sglang_like], use_cache=False)
-    findings = attach_fixes(result, result.findings, "minimal")
+    findings = attach_fixes(result, result.findings, "minimal", unsafe=True)
     kimi = sglang_like / MODELS / "kimi_like.py"
     kimi.unlink()
     outcome = apply_fixes(result, findings, write=True)
@@ -415,7 +421,9 @@ def test_file_rewritten_while_fixing_is_not_overwritten(
 
     monkeypatch.setattr(apply_module, "write_atomically", racing_write)
     result = check([sglang_like], use_cache=False)
-    outcome = apply_fixes(result, attach_fixes(result, result.findings, "minimal"), write=True)
+    outcome = apply_fixes(
+        result, attach_fixes(result, result.findings, "minimal", unsafe=True), write=True
+    )
     for problem in outcome.problems:
         note("stderr", problem)
     assert [str(p) for p in outcome.problems] == [

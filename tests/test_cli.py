@@ -13,7 +13,8 @@ from driftcheck.cli import main
 
 KIMI = (
     "sglang/srt/models/kimi_like.py:10:9: DC001 _uses_ep_a2a enumerates 3 of 5 DeepEP-family "
-    "backends; missing deepep_v2 (latent), pplx (canonical: is_deepep_class_backend)"
+    "backends; missing deepep_v2 (latent), pplx (held back: no same-role site lists it) "
+    "(canonical: is_deepep_class_backend)"
 )
 LATENT_ONLY = (
     "sglang/srt/models/kimi_like.py:10:9: DC001 (warning) _uses_ep_a2a enumerates 3 of 5 DeepEP-family "
@@ -21,7 +22,7 @@ LATENT_ONLY = (
 )
 DENSE = (
     "sglang/srt/models/dense_like.py:10:13: DC001 _enable_a2a_moe enumerates 4 of 5 DeepEP-family "
-    "backends; missing deepep_v2 (canonical: is_deepep_class_backend)"
+    "backends; missing deepep_v2 (held back: no same-role site lists it) (canonical: is_deepep_class_backend)"
 )
 
 
@@ -124,7 +125,8 @@ def test_registering_the_architecture_makes_latent_drift_live(
     (finding,) = json.loads(result.stdout)["findings"]
     assert "latent" not in finding
     assert finding["message"].endswith(
-        "missing deepep_v2, pplx (canonical: is_deepep_class_backend)"
+        "missing deepep_v2 (held back), pplx (held back: no same-role site lists them) "
+        "(canonical: is_deepep_class_backend)"
     )
 
 
@@ -346,7 +348,7 @@ def test_cache_is_invalidated_when_the_helper_changes(runner: CliRunner, sglang_
     utils = sglang_like / "sglang/srt/layers/moe/utils.py"
     utils.write_text(utils.read_text().replace("        or backend.is_pplx()\n", ""))
     result = run(runner, sglang_like)
-    assert "missing deepep_v2 (canonical" in result.stdout
+    assert "missing deepep_v2 (held back: no same-role site lists it) (canonical" in result.stdout
     assert "pplx" not in result.stdout.split("kimi_like")[0]
 
 

@@ -32,6 +32,9 @@ FIXED = (
     "get_moe_a2a_backend().is_pplx()\n"
 )
 
+# what a note adds under --unsafe-fixes: the example's members, which no same-role site lists
+UNSAFE = "; unsafe: deepep_v2, mooncake, pplx (no same-role site lists them)"
+
 
 def tree_with(tmp_path: Path, content: bytes | str) -> Path:
     root = tmp_path / "tree"
@@ -45,7 +48,7 @@ def tree_with(tmp_path: Path, content: bytes | str) -> Path:
 def test_a_file_changed_after_the_check_is_not_overwritten(tmp_path: Path) -> None:
     root = tree_with(tmp_path, IMPORT + DRIFTING)
     result = check([root / EXAMPLE], use_cache=False)
-    findings = attach_fixes(result, result.findings, "minimal")
+    findings = attach_fixes(result, result.findings, "minimal", unsafe=True)
     edited = IMPORT + DRIFTING + "# edited meanwhile\n"
     (root / EXAMPLE).write_text(edited)
     outcome = apply_fixes(result, findings, write=True)
@@ -61,7 +64,7 @@ def test_mode_bits_are_kept_and_no_temporary_file_is_left(tmp_path: Path) -> Non
     path = root / EXAMPLE
     os.chmod(path, 0o640)
     result = check([path], use_cache=False)
-    apply_fixes(result, attach_fixes(result, result.findings, "minimal"), write=True)
+    apply_fixes(result, attach_fixes(result, result.findings, "minimal", unsafe=True), write=True)
     assert path.read_text() == IMPORT + FIXED
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
     assert sorted(p.name for p in path.parent.iterdir() if "driftcheck" in p.name) == []
@@ -71,19 +74,22 @@ def test_byte_order_mark_and_coding_line_are_kept(tmp_path: Path) -> None:
     header = "# -*- coding: utf-8 -*-\n" + IMPORT
     root = tree_with(tmp_path, b"\xef\xbb\xbf" + (header + DRIFTING).encode())
     result = check([root / EXAMPLE], use_cache=False)
-    apply_fixes(result, attach_fixes(result, result.findings, "minimal"), write=True)
+    apply_fixes(result, attach_fixes(result, result.findings, "minimal", unsafe=True), write=True)
     assert (root / EXAMPLE).read_bytes() == b"\xef\xbb\xbf" + (header + FIXED).encode()
 
 
 def test_dry_run_computes_the_diff_and_writes_nothing(tmp_path: Path) -> None:
     root = tree_with(tmp_path, IMPORT + DRIFTING)
     result = check([root / EXAMPLE], use_cache=False)
-    outcome = apply_fixes(result, attach_fixes(result, result.findings, "minimal"), write=False)
+    outcome = apply_fixes(
+        result, attach_fixes(result, result.findings, "minimal", unsafe=True), write=False
+    )
     assert (root / EXAMPLE).read_text() == IMPORT + DRIFTING
     assert outcome.written == []
     assert outcome.diff_text.startswith(f"--- a/{EXAMPLE}\n+++ b/{EXAMPLE}\n@@ -2,4 +2,4 @@\n")
     assert outcome.notes == [
         f"{EXAMPLE}:5: would fix DC001 (minimal): False -> True for deepep_v2, mooncake, pplx"
+        + UNSAFE
     ]
 
 
@@ -95,13 +101,15 @@ def test_nested_enumeration_is_fixed_outer_first_then_inner_on_the_next_run(tmp_
     )
     root = tree_with(tmp_path, IMPORT + snippet)
     result = check([root / EXAMPLE], use_cache=False)
-    outcome = apply_fixes(result, attach_fixes(result, result.findings, "minimal"), write=True)
+    outcome = apply_fixes(
+        result, attach_fixes(result, result.findings, "minimal", unsafe=True), write=True
+    )
     assert outcome.notes == [
         f"{EXAMPLE}:6: not fixed DC001: overlaps the fix of the enclosing enumeration at line 6; run --fix again",
-        f"{EXAMPLE}:6: fixed DC001 (minimal): False -> True for deepep_v2, mooncake, pplx",
+        f"{EXAMPLE}:6: fixed DC001 (minimal): False -> True for deepep_v2, mooncake, pplx" + UNSAFE,
     ]
     again = check([root / EXAMPLE], use_cache=False)
-    apply_fixes(again, attach_fixes(again, again.findings, "minimal"), write=True)
+    apply_fixes(again, attach_fixes(again, again.findings, "minimal", unsafe=True), write=True)
     assert (root / EXAMPLE).read_text().splitlines()[-1] == (
         "    return b.is_deepep() or b.is_deepep_v2() or b.is_mooncake() or b.is_mori() or b.is_pplx() "
         "or g(b.is_deepep() or b.is_deepep_v2() or b.is_mooncake() or b.is_mori() or b.is_pplx())"
@@ -124,7 +132,7 @@ def test_a_rewrite_whose_computed_flips_differ_from_the_finding_is_refused(
 
     monkeypatch.setattr(minimal, "plan_minimal", plan_with_an_extra_member)
     result = check([root / EXAMPLE], use_cache=False)
-    findings = attach_fixes(result, result.findings, "minimal")
+    findings = attach_fixes(result, result.findings, "minimal", unsafe=True)
     assert [f.fix_refusal for f in findings] == [
         "driftcheck bug: the minimal rewrite would flip deepep_v2, mooncake, pplx, nixl, "
         "not deepep_v2, mooncake, pplx; please report it"
@@ -173,11 +181,11 @@ def test_change_is_empty_when_the_rewrite_is_equivalent_under_narrowings(tmp_pat
 # -- the command line --------------------------------------------------------------------------
 def test_cli_fix_exits_0_when_everything_found_was_fixed(tmp_path: Path, runner: CliRunner) -> None:
     root = tree_with(tmp_path, IMPORT + DRIFTING)
-    result = runner.invoke(main, ["--no-cache", "--fix", str(root / EXAMPLE)])
+    result = runner.invoke(main, ["--no-cache", "--fix", "--unsafe-fixes", str(root / EXAMPLE)])
     assert result.exit_code == 0, result.output
     assert (root / EXAMPLE).read_text() == IMPORT + FIXED
     assert result.stderr.splitlines()[0] == (
-        f"{EXAMPLE}:5: fixed DC001 (minimal): False -> True for deepep_v2, mooncake, pplx"
+        f"{EXAMPLE}:5: fixed DC001 (minimal): False -> True for deepep_v2, mooncake, pplx" + UNSAFE
     )
 
 
@@ -185,7 +193,8 @@ def test_cli_fix_exits_1_when_a_refused_finding_remains(tmp_path: Path, runner: 
     snippet = "def f(server_args):\n    return server_args.moe_a2a_backend in ('deepep', 'mori')\n"
     root = tree_with(tmp_path, IMPORT + snippet)
     result = runner.invoke(
-        main, ["--no-cache", "--fix", "--fix-style", "helper", str(root / EXAMPLE)]
+        main,
+        ["--no-cache", "--fix", "--unsafe-fixes", "--fix-style", "helper", str(root / EXAMPLE)],
     )
     assert result.exit_code == 1, result.output
     assert (root / EXAMPLE).read_text() == IMPORT + snippet
@@ -196,7 +205,7 @@ def test_cli_diff_prints_only_the_patch_on_stdout_and_the_flips_on_stderr(
     tmp_path: Path, runner: CliRunner
 ) -> None:
     root = tree_with(tmp_path, IMPORT + DRIFTING)
-    result = runner.invoke(main, ["--no-cache", "--diff", str(root / EXAMPLE)])
+    result = runner.invoke(main, ["--no-cache", "--diff", "--unsafe-fixes", str(root / EXAMPLE)])
     assert result.exit_code == 1
     assert result.stdout == (
         f"--- a/{EXAMPLE}\n"
@@ -210,6 +219,7 @@ def test_cli_diff_prints_only_the_patch_on_stdout_and_the_flips_on_stderr(
     )
     assert (
         f"{EXAMPLE}:5: would fix DC001 (minimal): False -> True for deepep_v2, mooncake, pplx"
+        + UNSAFE
         in result.stderr
     )
     assert (root / EXAMPLE).read_text() == IMPORT + DRIFTING
@@ -217,12 +227,19 @@ def test_cli_diff_prints_only_the_patch_on_stdout_and_the_flips_on_stderr(
 
 def test_cli_json_carries_the_fix_object(tmp_path: Path, runner: CliRunner) -> None:
     root = tree_with(tmp_path, IMPORT + DRIFTING)
-    result = runner.invoke(main, ["--no-cache", "--format", "json", str(root / EXAMPLE)])
+    result = runner.invoke(
+        main, ["--no-cache", "--format", "json", "--unsafe-fixes", str(root / EXAMPLE)]
+    )
     (finding,) = json.loads(result.stdout)["findings"]
     assert finding["fix"] == {
         "style": "minimal",
         "replacement": FIXED.splitlines()[1][len("    return ") :],
         "flips": ["deepep_v2", "mooncake", "pplx"],
+        "held_back": [],
+        "members": [
+            {"member": m, "applicability": "unsafe", "reason": "no same-role site lists it"}
+            for m in ("deepep_v2", "mooncake", "pplx")
+        ],
         "change": "False -> True for deepep_v2, mooncake, pplx",
         "span": {"line": 5, "col": 12, "end_line": 5, "end_col": 80},
         "import": None,

@@ -70,16 +70,23 @@ def allowed_lines(text: str, findings: list[Finding], style: str) -> set[int]:
     return allowed
 
 
+@pytest.mark.parametrize("unsafe", [False, True], ids=["fix", "unsafe-fixes"])
 @pytest.mark.parametrize("style", ["minimal", "helper"])
 def test_fix_on_sglang_0_5_23_converges_and_touches_only_the_flagged_expressions(
-    sglang_release: Callable[[str], Path], tmp_path: Path, runner: CliRunner, style: str
+    sglang_release: Callable[[str], Path],
+    tmp_path: Path,
+    runner: CliRunner,
+    style: str,
+    unsafe: bool,
 ) -> None:
+    """One pass writes every fix; the second finds nothing to write, and what stays reported
+    at a fixed site is exactly what the first pass held back."""
     root = copy_release(sglang_release, "0.5.23", tmp_path)
     before = snapshot(root)
     result = check([root], use_cache=False)
-    findings = attach_fixes(result, result.findings, style)
+    findings = attach_fixes(result, result.findings, style, unsafe=unsafe)
     flagged = [f for f in findings if f.code in FIXABLE_CODES]
-    planned = [f for f in flagged if f.fix is not None]
+    planned = [f for f in flagged if f.fix is not None and f.fix.writes]
     assert planned, "nothing to fix in 0.5.23"
     outcome = apply_fixes(result, findings, write=True)
     assert outcome.problems == []
@@ -93,16 +100,32 @@ def test_fix_on_sglang_0_5_23_converges_and_touches_only_the_flagged_expressions
             before[rel], in_file, style
         ), rel
 
+    flags = ["--unsafe-fixes"] if unsafe else []
     second = runner.invoke(
-        main, ["check", "--no-cache", "--fix", "--fix-style", style, "--format", "json", str(root)]
+        main,
+        [
+            "check",
+            "--no-cache",
+            "--fix",
+            *flags,
+            "--fix-style",
+            style,
+            "--format",
+            "json",
+            str(root),
+        ],
     )
     remaining = json.loads(second.stdout)["findings"]
-    assert [f for f in remaining if "fix" in f] == []
-    fixed = {(f.path, f.span.line) for f in planned}
-    assert [
-        f for f in remaining if f["code"] in FIXABLE_CODES and (f["path"], f["line"]) in fixed
-    ] == []
-    assert "fixed" not in second.stderr
+    assert [f for f in remaining if "fix" in f and f["fix"]["flips"]] == []
+    # a site by path and subject: an import the fix adds above it moves its line
+    held = {(f.path, f.subject): list(f.fix.held_back) for f in planned}  # type: ignore[union-attr]
+    again = check([root], use_cache=False).findings
+    assert {
+        (f.path, f.subject): [(a.member, a.reason) for a in f.applicability]
+        for f in again
+        if (f.path, f.subject) in held
+    } == {site: members for site, members in held.items() if members}
+    assert not [line for line in second.stderr.splitlines() if ": fixed " in line]
     assert snapshot(root) == after
 
 
@@ -129,15 +152,47 @@ K3_0_5_23_MINIMAL = (
 K3_0_5_23_UPSTREAM = K3_HEADER + "@@ -440,6 +440,7 @@\n" + "".join(HUNK_LINES)
 
 
-def test_k3_minimal_fix_adds_deepep_v2_and_pplx_next_to_their_siblings(
+def test_k3_fix_writes_the_upstream_patch_and_nothing_else(
+    sglang_release: Callable[[str], Path], tmp_path: Path, runner: CliRunner
+) -> None:
+    """deepep_v2 is latent for K3 (not in _DEEPEP_V2_MODELS): safe. pplx is live and no
+    same-role site lists it: held back, as the upstream patch holds it back."""
+    root = copy_release(sglang_release, "0.5.23", tmp_path)
+    diff = runner.invoke(main, ["check", "--no-cache", "--diff", str(root / K3)])
+    assert diff.stdout == K3_0_5_23_UPSTREAM
+    assert diff.stderr.splitlines()[0] == (
+        f"{K3}:440: would fix DC001 (minimal): False -> True for deepep_v2; held back: pplx "
+        "(no same-role site lists it): --unsafe-fixes adds it"
+    )
+    original = (root / K3).read_text()
+    fixed = runner.invoke(main, ["check", "--no-cache", "--fix", str(root / K3)])
+    assert fixed.exit_code == 1
+    assert unified(original, (root / K3).read_text()) == K3_0_5_23_UPSTREAM
+    assert fixed.stdout == (
+        f"{K3}:440:9: DC001 _uses_ep_a2a enumerates 4 of 5 DeepEP-family backends; missing pplx "
+        "(held back: no same-role site lists it) (canonical: is_deepep_class_backend)\n"
+    )
+
+
+def test_k3_unsafe_fixes_also_adds_pplx(
     sglang_release: Callable[[str], Path], tmp_path: Path, runner: CliRunner
 ) -> None:
     root = copy_release(sglang_release, "0.5.23", tmp_path)
-    result = runner.invoke(main, ["check", "--no-cache", "--diff", str(root / K3)])
-    assert result.stdout == K3_0_5_23_MINIMAL
-    assert (
-        f"{K3}:440: would fix DC001 (minimal): False -> True for deepep_v2, pplx" in result.stderr
+    result = runner.invoke(
+        main, ["check", "--no-cache", "--diff", "--unsafe-fixes", str(root / K3)]
     )
+    assert result.stdout == K3_0_5_23_MINIMAL
+    assert result.stderr.splitlines()[0] == (
+        f"{K3}:440: would fix DC001 (minimal): False -> True for deepep_v2, pplx; "
+        "unsafe: pplx (no same-role site lists it)"
+    )
+
+
+def unified(old: str, new: str) -> str:
+    """``--diff``'s patch of K3 from ``old`` to ``new``."""
+    from driftcheck.fix.write import unified_diff
+
+    return unified_diff(K3, old, new)
 
 
 def test_k3_with_pplx_allowed_missing_gets_exactly_the_upstream_patch(
@@ -160,22 +215,54 @@ def test_k3_with_pplx_allowed_missing_gets_exactly_the_upstream_patch(
     )
 
 
-@pytest.mark.parametrize("version", ["0.5.20", "0.5.21"])
-def test_both_inline_k3_lists_are_rewritten(
-    sglang_release: Callable[[str], Path], tmp_path: Path, runner: CliRunner, version: str
+# what `--fix` and `--fix --unsafe-fixes` add to each of K3's two inline lists (_ep_a2a, _sp_moe),
+# and the note each site gets; at 0.5.20 deepep_v2 is live for driftcheck (the gate was a
+# hard-coded list in a validation, which the pack's registry gate does not read), so `--fix`
+# holds both members back there
+K3_INLINE = {
+    ("0.5.21", False): (
+        ["deepep_v2"],
+        "would fix DC001 (minimal): False -> True for deepep_v2; held back: pplx "
+        "(no same-role site lists it): --unsafe-fixes adds it",
+    ),
+    ("0.5.21", True): (
+        ["deepep_v2", "pplx"],
+        "would fix DC001 (minimal): False -> True for deepep_v2, pplx; "
+        "unsafe: pplx (no same-role site lists it)",
+    ),
+    ("0.5.20", False): (
+        [],
+        "not fixed DC001: held back: deepep_v2, pplx (no same-role site lists them): "
+        "--unsafe-fixes adds them",
+    ),
+    ("0.5.20", True): (
+        ["deepep_v2", "pplx"],
+        "would fix DC001 (minimal): False -> True for deepep_v2, pplx; "
+        "unsafe: deepep_v2, pplx (no same-role site lists them)",
+    ),
+}
+
+
+@pytest.mark.parametrize(("version", "unsafe"), list(K3_INLINE))
+def test_both_inline_k3_lists_get_the_same_members(
+    sglang_release: Callable[[str], Path],
+    tmp_path: Path,
+    runner: CliRunner,
+    version: str,
+    unsafe: bool,
 ) -> None:
     root = copy_release(sglang_release, version, tmp_path)
-    result = runner.invoke(main, ["check", "--no-cache", "--diff", str(root / K3)])
+    flags = ["--unsafe-fixes"] if unsafe else []
+    result = runner.invoke(main, ["check", "--no-cache", "--diff", *flags, str(root / K3)])
+    members, note = K3_INLINE[(version, unsafe)]
     added = [
         line
         for line in result.stdout.splitlines()
         if line.startswith("+") and not line.startswith("+++")
     ]
     assert added == [
-        "+            or _a2a_backend.is_deepep_v2()",
-        "+            or _a2a_backend.is_pplx()",
-        "+                or _a2a_backend.is_deepep_v2()",
-        "+                or _a2a_backend.is_pplx()",
+        *(f"+            or _a2a_backend.is_{m}()" for m in members),
+        *(f"+                or _a2a_backend.is_{m}()" for m in members),
     ]
     removed = [
         line
@@ -183,8 +270,5 @@ def test_both_inline_k3_lists_are_rewritten(
         if line.startswith("-") and not line.startswith("---")
     ]
     assert removed == []
-    notes = [line for line in result.stderr.splitlines() if "would fix" in line]
-    assert [n.split(": ", 1)[1] for n in notes] == [
-        "would fix DC001 (minimal): False -> True for deepep_v2, pplx",
-        "would fix DC001 (minimal): False -> True for deepep_v2, pplx",
-    ]
+    notes = [line for line in result.stderr.splitlines() if line.startswith(f"{K3}:")]
+    assert [n.split(": ", 1)[1] for n in notes if " DC001" in n and "fix" in n] == [note, note]

@@ -45,13 +45,23 @@ def fix(
     path.write_bytes((header + snippet).replace("\n", newline).encode())
     result = check([path], use_cache=False)
     assert not result.problems, result.problems
-    findings = attach_fixes(result, result.findings, style)
+    findings = attach_fixes(result, result.findings, style, unsafe=True)
     outcome = apply_fixes(result, findings, write=True)
     text = path.read_bytes().decode()
     head = header.replace("\n", newline)
     return Fixed(
-        text[len(head) :] if text.startswith(head) else text, outcome.notes, outcome, findings
+        text[len(head) :] if text.startswith(head) else text,
+        [without_applicability(n) for n in outcome.notes],
+        outcome,
+        findings,
     )
+
+
+def without_applicability(text: str) -> str:
+    """A note without what it says of the members' applicability (``; unsafe: pplx (...)``):
+    these are the rewrites' specifications, every member added (``--unsafe-fixes``);
+    ``test_fix_applicability.py`` specifies the applicability."""
+    return text.split("; unsafe: ", 1)[0]
 
 
 def note(line: int, text: str) -> str:
@@ -718,12 +728,15 @@ def test_helper_is_called_directly_inside_its_own_module(tmp_path: Path) -> None
         "    return b.is_deepep() or b.is_mori()\n"
     )
     result = check([utils], use_cache=False)
-    outcome = apply_fixes(result, attach_fixes(result, result.findings, "helper"), write=True)
+    outcome = apply_fixes(
+        result, attach_fixes(result, result.findings, "helper", unsafe=True), write=True
+    )
     assert (
         utils.read_text()
         == original + "\n\ndef uses_a2a() -> bool:\n    return is_deepep_class_backend()\n"
     )
-    assert [n for n in outcome.notes if n.startswith("sglang/srt/layers/moe/utils.py")] == [
+    notes = [without_applicability(n) for n in outcome.notes]
+    assert [n for n in notes if n.startswith("sglang/srt/layers/moe/utils.py")] == [
         f"sglang/srt/layers/moe/utils.py:{len(original.splitlines()) + 5}: fixed DC001 (helper): "
         "False -> True for deepep_v2, mooncake, pplx"
     ]

@@ -191,9 +191,12 @@ def test_an_expression_mixing_line_endings_is_rewritten_with_each_kept(tmp_path:
         ).encode()
     )
     result = check([path], use_cache=False)
-    outcome = apply_fixes(result, attach_fixes(result, result.findings, "minimal"), write=True)
+    outcome = apply_fixes(
+        result, attach_fixes(result, result.findings, "minimal", unsafe=True), write=True
+    )
     assert outcome.notes == [
-        f"{EXAMPLE}:11: fixed DC001 (minimal): False -> True for deepep_v2, pplx"
+        f"{EXAMPLE}:11: fixed DC001 (minimal): False -> True for deepep_v2, pplx; "
+        "unsafe: deepep_v2, pplx (no same-role site lists them)"
     ]
     assert path.read_bytes().decode()[len(HEADER) :] == (
         "def f():\n"

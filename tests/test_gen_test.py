@@ -109,7 +109,7 @@ def test_the_module_has_one_named_test_per_site(runner: CliRunner, tmp_path: Pat
     assert module.read_text() == GENERATED_K3_LIKE
 
 
-def test_it_fails_naming_the_site_and_passes_after_driftcheck_fix(
+def test_it_fails_naming_the_site_and_passes_after_driftcheck_fix_with_every_member(
     runner: CliRunner, tmp_path: Path
 ) -> None:
     tree = example_tree(tmp_path, K3_LIKE)
@@ -122,7 +122,7 @@ def test_it_fails_naming_the_site_and_passes_after_driftcheck_fix(
         "AssertionError: sglang/srt/models/example.py:11 uses_ep_a2a does not accept "
         "deepep_v2, pplx, which is_deepep_class_backend() accepts"
     ) in before.stdout
-    assert cli(runner, tree / EXAMPLE_PATH, "--fix", "--no-cache").exit_code == 0
+    assert cli(runner, tree / EXAMPLE_PATH, "--fix", "--unsafe-fixes", "--no-cache").exit_code == 0
     after = run_generated(module)
     assert after.returncode == 0, after.stdout
     assert "1 passed" in after.stdout
@@ -138,7 +138,15 @@ def test_sites_of_one_symbol_are_numbered_and_survive_a_helper_fix(
         "test_sglang_srt_models_example__Block___init_1",
         "test_sglang_srt_models_example__Block___init_2",
     ]
-    fixed = cli(runner, tree / EXAMPLE_PATH, "--fix", "--fix-style", "helper", "--no-cache")
+    fixed = cli(
+        runner,
+        tree / EXAMPLE_PATH,
+        "--fix",
+        "--unsafe-fixes",
+        "--fix-style",
+        "helper",
+        "--no-cache",
+    )
     assert fixed.exit_code == 0
     source = (tree / EXAMPLE_PATH).read_text()
     assert "self.a2a = is_deepep_class_backend()\n" in source  # no longer an enumeration
@@ -186,7 +194,12 @@ def test_on_sglang_0_5_23_it_fails_at_every_reported_site_until_fixed(
         "which is_deepep_class_backend() accepts"
     ) in released.stdout
 
-    assert cli(runner, tree, "--fix", "--no-cache", "--select", "DC001,DC003").exit_code == 0
+    assert (
+        cli(
+            runner, tree, "--fix", "--unsafe-fixes", "--no-cache", "--select", "DC001,DC003"
+        ).exit_code
+        == 0
+    )
     fixed = run_generated(module)
     assert fixed.returncode == 0, fixed.stdout[-2000:]
     assert failed_tests(fixed) == []

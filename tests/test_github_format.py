@@ -61,8 +61,8 @@ def test_multi_line_site_gives_lines_without_columns(sglang_like: Path) -> None:
     result = check([model(sglang_like, "k3_like.py", K3_LIKE)], use_cache=False)
     assert render_github(result.findings, result.problems) == (
         "::error file=sglang/srt/models/k3_like.py,line=7,endLine=10,title=DC001::"
-        "_uses_ep_a2a enumerates 3 of 5 DeepEP-family backends; missing deepep_v2, pplx "
-        "(canonical: is_deepep_class_backend)\n"
+        "_uses_ep_a2a enumerates 3 of 5 DeepEP-family backends; missing deepep_v2 (held back), "
+        "pplx (held back: no same-role site lists them) (canonical: is_deepep_class_backend)\n"
     )
 
 
@@ -70,7 +70,8 @@ def test_one_line_site_gives_the_column_range(sglang_like: Path) -> None:
     result = check([model(sglang_like, "one_line.py", ONE_LINE)], use_cache=False)
     assert render_github(result.findings, result.problems) == (
         "::error file=sglang/srt/models/one_line.py,line=6,col=12,endLine=6,endColumn=44,title=DC001::"
-        "uses_a2a enumerates 2 of 5 DeepEP-family backends; missing deepep_v2, mori, pplx "
+        "uses_a2a enumerates 2 of 5 DeepEP-family backends; missing deepep_v2 (held back), "
+        "mori (held back), pplx (held back: no same-role site lists them) "
         "(canonical: is_deepep_class_backend)\n"
     )
 
@@ -144,7 +145,8 @@ def test_cli_prints_annotations_from_the_repository_root(
     assert outcome.exit_code == 1
     assert outcome.stdout == (
         "::error file=python/sglang/srt/models/one_line.py,line=6,col=12,endLine=6,endColumn=44,title=DC001::"
-        "uses_a2a enumerates 2 of 5 DeepEP-family backends; missing deepep_v2, mori, pplx "
+        "uses_a2a enumerates 2 of 5 DeepEP-family backends; missing deepep_v2 (held back), "
+        "mori (held back), pplx (held back: no same-role site lists them) "
         "(canonical: is_deepep_class_backend)\n"
     )
 

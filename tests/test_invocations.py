@@ -58,7 +58,7 @@ CONFIGS = {
 EXPECTED_K3 = {
     "no configuration": (
         "_uses_ep_a2a enumerates 3 of 5 DeepEP-family backends; missing deepep_v2 (latent), "
-        "pplx (canonical: is_deepep_class_backend)"
+        "pplx (held back: no same-role site lists it) (canonical: is_deepep_class_backend)"
     ),
     "configuration at the repository root": (
         "_uses_ep_a2a enumerates 3 of 5 DeepEP-family backends; missing deepep_v2 (latent) "

@@ -52,7 +52,16 @@ def verify(tree: Path, *args: str) -> tuple[int, dict[str, Any], str]:
     report = tree.parent / "layer.json"
     result = CliRunner().invoke(
         main,
-        ["verify", "--no-cache", "--layer", "--report", str(report), *args, str(tree)],
+        [
+            "verify",
+            "--no-cache",
+            "--unsafe-fixes",
+            "--layer",
+            "--report",
+            str(report),
+            *args,
+            str(tree),
+        ],
         catch_exceptions=False,
     )
     layer = json.loads(report.read_text()) if report.exists() else {}
@@ -158,7 +167,7 @@ def test_the_negative_control_can_fail(tree: Path) -> None:
     result = check([tree], use_cache=False, select=["DC001"])
     verify_table = {**result.config.verify, "dispatchers": {"mooncake": "partial"}}
     result.project = replace(result.project, config=replace(result.config, verify=verify_table))
-    [finding] = attach_fixes(result, result.findings, "minimal")
+    [finding] = attach_fixes(result, result.findings, "minimal", unsafe=True)
     report = run_layer(result, [prove(result, finding)], LayerSettings())
     [unit] = report["units"]
     assert unit["verdict"] == "inconclusive"
@@ -171,7 +180,7 @@ def test_the_negative_control_can_fail(tree: Path) -> None:
 def test_a_wrong_fix_is_refuted_with_the_numbers(tree: Path) -> None:
     """A "fix" that drops deepep from the list instead of adding what is missing."""
     result = check([tree], use_cache=False, select=["DC001"])
-    [finding] = attach_fixes(result, result.findings, "minimal")
+    [finding] = attach_fixes(result, result.findings, "minimal", unsafe=True)
     assert finding.fix is not None
     wrong = Fix(
         "minimal", finding.fix.span, "b.is_mooncake() or b.is_mori() or b.is_deepep_v2()", ()

@@ -171,7 +171,10 @@ def test_preflight_names_every_reason_at_once() -> None:
 
 def verify(runner: CliRunner, tmp_path: Path, *args: str) -> object:
     path = example_tree(tmp_path, K3_LIKE) / EXAMPLE_PATH
-    return runner.invoke(main, ["verify", str(path), "--no-cache", *args], catch_exceptions=False)
+    # --unsafe-fixes: the full fix (the example's members are held back: nothing shares its role)
+    return runner.invoke(
+        main, ["verify", str(path), "--no-cache", "--unsafe-fixes", *args], catch_exceptions=False
+    )
 
 
 @pytest.mark.parametrize(
@@ -250,7 +253,7 @@ def block_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict[int,
         monkeypatch.setenv("FAKE_DEEP_EP_LOG", str(log))
         monkeypatch.setenv("NCCL_NVLS_ENABLE", "1")  # the ranks must turn it off anyway
         result = check([tree], use_cache=False, select=["DC001"])
-        [finding] = attach_fixes(result, result.findings, "minimal")
+        [finding] = attach_fixes(result, result.findings, "minimal", unsafe=True)
         settings = LayerSettings(
             shape="tiny-bf16", dispatcher="deep_ep", deep_ep_module="fake_deep_ep"
         )

@@ -17,12 +17,14 @@ BLOCK = (
 )
 UNREAD = (
     "condition in Block.__init__ enumerates 2 of 5 DeepEP-family backends; missing "
-    "deepep_v2, mori, pplx (canonical: is_deepep_class_backend); nothing reads top_k: "
+    "deepep_v2 (held back), mori (held back), pplx (held back: no same-role site lists them) "
+    "(canonical: is_deepep_class_backend); nothing reads top_k: "
     "delete it rather than widen it"
 )
 READ = (
     "condition in Block.__init__ enumerates 2 of 5 DeepEP-family backends; missing "
-    "deepep_v2, mori, pplx (canonical: is_deepep_class_backend)"
+    "deepep_v2 (held back), mori (held back), pplx (held back: no same-role site lists them) "
+    "(canonical: is_deepep_class_backend)"
 )
 
 

@@ -31,9 +31,9 @@ HOSTILE = Path(__file__).resolve().parent.parent / "fixtures" / "hostile"
 CONSOLE_SCRIPT = Path(sys.executable).with_name("driftcheck")
 MODEL = "sglang/srt/models/hostile_model.py"
 FINDINGS = [
-    f"{MODEL}:30:9: DC001 _uses_ep_a2a enumerates 3 of 5 DeepEP-family backends; missing deepep_v2, pplx (canonical: is_deepep_class_backend)",
-    f"{MODEL}:39:12: DC003 uses enumerates 3 of 5 DeepEP-family backends; missing deepep_v2, pplx (canonical: is_deepep_class_backend)",
-    f"{MODEL}:49:20: DC003 _v2 enumerates 2 of 5 DeepEP-family backends; missing deepep_v2, mooncake, mori (canonical: is_deepep_class_backend)",
+    f"{MODEL}:30:9: DC001 _uses_ep_a2a enumerates 3 of 5 DeepEP-family backends; missing deepep_v2 (held back), pplx (held back: no same-role site lists them) (canonical: is_deepep_class_backend)",
+    f"{MODEL}:39:12: DC003 uses enumerates 3 of 5 DeepEP-family backends; missing deepep_v2 (held back), pplx (held back: no same-role site lists them) (canonical: is_deepep_class_backend)",
+    f"{MODEL}:49:20: DC003 _v2 enumerates 2 of 5 DeepEP-family backends; missing deepep_v2 (held back), mooncake (held back), mori (held back: no same-role site lists them) (canonical: is_deepep_class_backend)",
 ]
 
 
@@ -134,7 +134,7 @@ def test_discover_does_not_run_the_tree(tree: Path, tripwire) -> None:
 
 
 def test_fix_rewrites_the_tree_without_running_it(tree: Path, tripwire) -> None:
-    result = driftcheck(tree, tripwire, "--no-cache", "--fix", ".")
+    result = driftcheck(tree, tripwire, "--no-cache", "--fix", "--unsafe-fixes", ".")
     assert_never_ran(tripwire)
     assert result.returncode == 0, result.stderr
     assert result.stdout == ""
@@ -144,7 +144,7 @@ def test_fix_rewrites_the_tree_without_running_it(tree: Path, tripwire) -> None:
 
 
 def test_verify_proves_the_fixes_without_running_the_tree(tree: Path, tripwire) -> None:
-    result = driftcheck(tree, tripwire, "verify", "--no-cache", ".")
+    result = driftcheck(tree, tripwire, "verify", "--no-cache", "--unsafe-fixes", ".")
     assert_never_ran(tripwire)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stderr.splitlines()[-1] == "3 sites verified: 3 proven."
@@ -169,7 +169,17 @@ def test_verify_layer_executes_only_the_layer_module_and_the_packs_modules(
             "        return x\n",
         )
     )
-    result = driftcheck(tree, tripwire, "verify", "--no-cache", "--layer", "--device", "cpu", MODEL)
+    result = driftcheck(
+        tree,
+        tripwire,
+        "verify",
+        "--no-cache",
+        "--unsafe-fixes",
+        "--layer",
+        "--device",
+        "cpu",
+        MODEL,
+    )
     marker, _ = tripwire
     ran = set(marker.read_text().splitlines())
     assert ran == {
@@ -213,14 +223,14 @@ def test_in_process_runs_import_nothing_from_the_tree(
     result = check([tree], use_cache=False)
     assert len(result.findings) == 3
     runner = CliRunner()
-    assert runner.invoke(main, ["verify", "--no-cache", str(tree)]).exit_code == 0
+    assert runner.invoke(main, ["verify", "--no-cache", "--unsafe-fixes", str(tree)]).exit_code == 0
     assert (
         runner.invoke(
             main, ["gen-test", "-o", str(tree / "generated/test_x.py"), str(tree)]
         ).exit_code
         == 0
     )
-    assert runner.invoke(main, ["--no-cache", "--fix", str(tree)]).exit_code == 0
+    assert runner.invoke(main, ["--no-cache", "--fix", "--unsafe-fixes", str(tree)]).exit_code == 0
     gained = {name: module for name, module in sys.modules.items() if name not in before}
     root = str(tree.resolve())
     from_tree = sorted(

@@ -48,6 +48,18 @@ def _uses_ep_a2a() -> bool:
     )
 """
 
+K3_LIKE_SERVED = (
+    K3_LIKE
+    + """
+
+class K3LikeForCausalLM:
+    pass
+
+
+EntryClass = K3LikeForCausalLM
+"""
+)
+
 CLEAN = """\
 from sglang.srt.layers.moe.utils import get_moe_a2a_backend, is_deepep_class_backend
 
@@ -213,7 +225,8 @@ def test_commit_introducing_a_drifting_list_fails(repo: Repo) -> None:
     assert "driftcheck (predicate drift)" in outcome.stdout and "Failed" in outcome.stdout
     assert (
         "sglang/srt/models/k3_like.py:7:9: DC001 _uses_ep_a2a enumerates 3 of 5 DeepEP-family "
-        "backends; missing deepep_v2, pplx (canonical: is_deepep_class_backend)"
+        "backends; missing deepep_v2 (held back), pplx (held back: no same-role site lists "
+        "them) (canonical: is_deepep_class_backend)"
     ) in outcome.stdout
     assert repo.head_count() == 1
 
@@ -238,7 +251,8 @@ def test_commit_changing_only_the_helper_names_sites_in_untouched_files(repo: Re
     assert outcome.returncode == 1
     assert (
         "sglang/srt/models/complete.py:6:12: DC001 uses_a2a enumerates 5 of 6 DeepEP-family "
-        "backends; missing nixl (canonical: is_deepep_class_backend)"
+        "backends; missing nixl (held back: no same-role site lists it) "
+        "(canonical: is_deepep_class_backend)"
     ) in outcome.stdout
     assert repo.head_count() == 1
 
@@ -252,7 +266,8 @@ def test_a_changed_file_is_judged_against_the_whole_tree(repo: Repo) -> None:
     assert outcome.returncode == 1
     assert (
         "sglang/srt/models/reused_block.py:7:32: DC001 _enable_a2a_moe enumerates 4 of 5 "
-        "DeepEP-family backends; missing deepep_v2 (canonical: is_deepep_class_backend)"
+        "DeepEP-family backends; missing deepep_v2 (held back: no same-role site lists it) "
+        "(canonical: is_deepep_class_backend)"
     ) in outcome.stdout
 
 
@@ -267,8 +282,32 @@ def test_unparsable_file_fails_with_a_clear_error_and_exit_code_2(repo: Repo) ->
     )
 
 
-def test_fixing_hook_rewrites_and_the_second_commit_passes(tmp_path: Path) -> None:
+def test_fixing_hook_adds_the_safe_members_and_a_held_back_one_keeps_failing(
+    tmp_path: Path,
+) -> None:
+    """deepep_v2 is latent for an unregistered architecture: the hook adds it. pplx is live
+    and no same-role site lists it: held back, and the commit fails until it is dealt with."""
     repo = make_repo(tmp_path, "driftcheck-fix")
+    repo.write(MODELS / "k3_like.py", K3_LIKE_SERVED)
+    first = repo.commit("add K3-like model", MODELS / "k3_like.py")
+    assert first.returncode == 1
+    assert "files were modified by this hook" in first.stdout
+    fixed = (repo.path / MODELS / "k3_like.py").read_text(encoding="utf-8")
+    assert "_a2a_backend.is_deepep_v2()" in fixed and "_a2a_backend.is_pplx()" not in fixed
+    second = repo.commit("add K3-like model", MODELS / "k3_like.py")
+    assert second.returncode == 1
+    assert (
+        "sglang/srt/models/k3_like.py:7:9: DC001 _uses_ep_a2a enumerates 4 of 5 DeepEP-family "
+        "backends; missing pplx (held back: no same-role site lists it) "
+        "(canonical: is_deepep_class_backend)"
+    ) in second.stdout
+    assert repo.head_count() == 1
+
+
+def test_fixing_hook_with_unsafe_fixes_adds_every_member_and_the_second_commit_passes(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path, "driftcheck-fix", args=["--unsafe-fixes"])
     repo.write(MODELS / "k3_like.py", K3_LIKE)
     first = repo.commit("add K3-like model", MODELS / "k3_like.py")
     assert first.returncode == 1

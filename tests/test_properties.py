@@ -268,8 +268,8 @@ def drift_only(result: CheckResult) -> list[tuple]:
 @examples(80)
 @given(data=st.data())
 def test_fix_rewrites_exactly_the_drifting_sites(kind: str, data: st.DataObject) -> None:
-    """``--fix`` (minimal style) fixes every drifting site but the known refusals, each
-    flipping exactly its missing members; the files parse, keep every comment, line ending
+    """``--fix --unsafe-fixes`` (minimal style) fixes every drifting site but the known
+    refusals, each flipping exactly its missing members; the files parse, keep every comment, line ending
     and byte-order mark and every byte outside the sites (and the constants they name);
     what remains is exactly what was refused, and a second pass changes nothing."""
     from driftcheck.fix.apply import apply_fixes, attach_fixes
@@ -278,7 +278,7 @@ def test_fix_rewrites_exactly_the_drifting_sites(kind: str, data: st.DataObject)
     with tempfile.TemporaryDirectory() as tmp:
         written, result = run_case(case, Path(tmp) / "tree")
         root = written.root
-        findings = attach_fixes(result, result.findings, "minimal")
+        findings = attach_fixes(result, result.findings, "minimal", unsafe=True)
         refusals = {
             (f.path, f.span.line, f.span.col): f.fix_refusal for f in findings if f.fix is None
         }
@@ -302,7 +302,9 @@ def test_fix_rewrites_exactly_the_drifting_sites(kind: str, data: st.DataObject)
             (f.code, f.path, f.message, f.missing, f.extra) for f in outcome.remaining
         )
         snapshot = {rel: (root / rel).read_bytes() for rel in written.texts}
-        second = apply_fixes(again, attach_fixes(again, again.findings, "minimal"), write=True)
+        second = apply_fixes(
+            again, attach_fixes(again, again.findings, "minimal", unsafe=True), write=True
+        )
         assert second.changes == {}
         assert {rel: (root / rel).read_bytes() for rel in written.texts} == snapshot
 
@@ -318,7 +320,7 @@ VALUE_FORMS = ("in", "not-in", "eq-chain", "ne-chain", "match")
 def test_helper_style_fixes_flip_exactly_the_missing_members_or_say_why_not(
     kind: str, data: st.DataObject
 ) -> None:
-    """``--fix-style helper``: every finding is fixed or refused with a reason (never a
+    """``--fix-style helper --unsafe-fixes``: every finding is fixed or refused with a reason (never a
     driftcheck bug), value comparisons and match cases always with the value-comparison
     reason; each fix flips exactly the missing members; the files parse and keep every
     comment, line ending and byte-order mark; what remains is exactly what was refused, and a
@@ -336,7 +338,7 @@ def test_helper_style_fixes_flip_exactly_the_missing_members_or_say_why_not(
             for rel, spans in written.spans.items()
             for line, col, _, _, spec in spans
         }
-        findings = attach_fixes(result, result.findings, "helper")
+        findings = attach_fixes(result, result.findings, "helper", unsafe=True)
         for finding in findings:
             spec = specs[(finding.path, finding.span.line, finding.span.col)]
             if finding.fix is None:
@@ -360,6 +362,50 @@ def test_helper_style_fixes_flip_exactly_the_missing_members_or_say_why_not(
             (f.code, f.path, f.message, f.missing, f.extra) for f in outcome.remaining
         )
         snapshot = {rel: (root / rel).read_bytes() for rel in written.texts}
-        second = apply_fixes(again, attach_fixes(again, again.findings, "helper"), write=True)
+        second = apply_fixes(
+            again, attach_fixes(again, again.findings, "helper", unsafe=True), write=True
+        )
+        assert second.changes == {}
+        assert {rel: (root / rel).read_bytes() for rel in written.texts} == snapshot
+
+
+@needs_fixer
+@pytest.mark.parametrize("kind", KINDS)
+@examples(30)
+@given(data=st.data())
+def test_safe_fixes_add_the_safe_members_and_converge(kind: str, data: st.DataObject) -> None:
+    """Plain ``--fix``: each fix flips exactly its finding's safe members; after one pass
+    every finding whose fix held members back still stands, missing exactly those, with the
+    same verdicts; and a second pass changes nothing. (Each generated site plays a role of its
+    own, so the generated drift is all held back; the K3 tests and the 0.5.23 corpus test
+    exercise safe members.)"""
+    from driftcheck.fix.apply import apply_fixes, attach_fixes
+
+    case = data.draw(cases(max_files=2, kind=kind), label="case")
+    with tempfile.TemporaryDirectory() as tmp:
+        written, result = run_case(case, Path(tmp) / "tree")
+        root = written.root
+        findings = attach_fixes(result, result.findings, "minimal")
+        fixed = [f for f in findings if f.fix is not None and f.fix.writes]
+        for finding in fixed:
+            safe = tuple(a.member for a in finding.applicability if a.safe)
+            assert finding.fix.flips == (safe if finding.applicability else finding.missing)
+        outcome = apply_fixes(result, findings, write=True)
+        assert outcome.problems == []
+        for rel in written.texts:
+            ast.parse((root / rel).read_bytes().decode(written.encodings[rel]))
+        again = check([root], use_cache=False, jobs=1)
+        held = sorted(
+            (f.path, f.subject, tuple((a.member, a.reason) for a in f.held_back))
+            for f in outcome.partial
+        )
+        standing = {(f.path, f.subject) for f in outcome.partial}
+        assert held == sorted(
+            (f.path, f.subject, tuple((a.member, a.reason) for a in f.applicability))
+            for f in again.findings
+            if (f.path, f.subject) in standing
+        )
+        snapshot = {rel: (root / rel).read_bytes() for rel in written.texts}
+        second = apply_fixes(again, attach_fixes(again, again.findings, "minimal"), write=True)
         assert second.changes == {}
         assert {rel: (root / rel).read_bytes() for rel in written.texts} == snapshot

@@ -98,7 +98,7 @@ def test_fix_and_no_cache_are_never_answered_from_a_record(
     assert "driftcheck.engine" in imported(
         driftcheck(sglang_like, "--no-cache", ".", importtime=True)
     )
-    fixed = driftcheck(sglang_like, "--fix", ".")
+    fixed = driftcheck(sglang_like, "--fix", "--unsafe-fixes", ".")
     assert fixed.returncode == 0
     assert driftcheck(sglang_like, ".").returncode == 0
 

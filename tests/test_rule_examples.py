@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from driftcheck.rules import CATALOGUE, Example
-from rule_harness import run_example
+from rule_harness import run_example, run_rule_example
 
 CASES = [
     pytest.param(code, kind, index, example, id=f"{code}-{kind}-{index}")
@@ -18,13 +18,7 @@ CASES = [
 
 @pytest.mark.parametrize(("code", "kind", "index", "example"), CASES)
 def test_rule_example(tmp_path: Path, code: str, kind: str, index: int, example: Example) -> None:
-    result = run_example(
-        tmp_path,
-        example.code,
-        select=example.select or None,
-        siblings=example.siblings,
-        fixture=example.fixture,
-    )
+    result = run_rule_example(tmp_path, example)
     assert not result.problems, result.problems
     codes = [f.code for f in result.findings if f.code == code]
     if kind == "valid":
@@ -34,6 +28,9 @@ def test_rule_example(tmp_path: Path, code: str, kind: str, index: int, example:
         if example.missing is not None:
             finding = next(f for f in result.findings if f.code == code)
             assert finding.missing == example.missing
+        if example.held_back is not None:
+            finding = next(f for f in result.findings if f.code == code)
+            assert tuple(a.member for a in finding.held_back) == example.held_back
 
 
 @pytest.mark.parametrize("code", sorted(CATALOGUE))

@@ -43,8 +43,12 @@ GUARDED = (
 )
 
 
-def run(runner: CliRunner, *args: str | Path):
-    return runner.invoke(main, ["verify", *(str(a) for a in args)], catch_exceptions=False)
+def run(runner: CliRunner, *args: str | Path, unsafe: bool = True):
+    """``driftcheck verify ARGS``; with ``--unsafe-fixes`` unless ``unsafe`` is false: the
+    examples' members are held back (no other site plays their role), and these tests prove
+    the full fix."""
+    flags = ["--unsafe-fixes"] if unsafe else []
+    return runner.invoke(main, ["verify", *flags, *(str(a) for a in args)], catch_exceptions=False)
 
 
 def model_file(tmp_path: Path, snippet: str) -> Path:
@@ -164,7 +168,8 @@ def _proofs(tmp_path: Path, snippet: str) -> list:
     from driftcheck.fix.apply import attach_fixes
 
     result = check([model_file(tmp_path, snippet)], select=["DC001"], use_cache=False)
-    return [prove(result, f) for f in attach_fixes(result, result.findings, "minimal")]
+    fixed = attach_fixes(result, result.findings, "minimal", unsafe=True)
+    return [prove(result, f) for f in fixed]
 
 
 def _result_and_proofs(tmp_path: Path, snippet: str) -> tuple:
@@ -172,7 +177,9 @@ def _result_and_proofs(tmp_path: Path, snippet: str) -> tuple:
     from driftcheck.fix.apply import attach_fixes
 
     result = check([model_file(tmp_path, snippet)], select=["DC001"], use_cache=False)
-    return result, [prove(result, f) for f in attach_fixes(result, result.findings, "minimal")]
+    return result, [
+        prove(result, f) for f in attach_fixes(result, result.findings, "minimal", unsafe=True)
+    ]
 
 
 def membership(proof: object) -> dict[str, dict[str, bool | None]]:
@@ -277,4 +284,33 @@ def test_every_fix_of_sglang_0_5_23_is_proven(runner: CliRunner, sglang_0_5_23: 
         "sglang/srt/models/kimi_k3.py",
         440,
         ["deepep_v2", "pplx"],
+    )
+
+
+@pytest.mark.corpus
+def test_verify_proves_the_fix_that_fix_applies_on_sglang_0_5_23(
+    runner: CliRunner, sglang_0_5_23: Path
+) -> None:
+    """Without --unsafe-fixes: every fix that adds a member is proven for what it adds; one
+    that holds every member back has nothing to prove, and says why."""
+    result = run(runner, sglang_0_5_23, "--no-cache", "--format", "json", unsafe=False)
+    sites = json.loads(result.stdout)["sites"]
+    assert result.exit_code == 1
+    for site in sites:
+        added = [m for m in site["missing"] if m not in site["held_back"]]
+        assert site["verdict"] == ("proven" if added else "unproven"), site["reason"]
+        assert site["flips"] == (added if added else [])
+    k3 = next(s for s in sites if s["symbol"] == "_uses_ep_a2a")
+    assert (k3["flips"], k3["held_back"], k3["reason"]) == (
+        ["deepep_v2"],
+        ["pplx"],
+        "the fix flips exactly deepep_v2; after it the site agrees with "
+        "is_deepep_class_backend() on 4 of 5 DeepEP-family backends (pplx held back: "
+        "--unsafe-fixes proves the full fix)",
+    )
+    held = next(s for s in sites if s["symbol"] == "_is_scattered_a2a_backend")
+    assert (held["verdict"], held["reason"]) == (
+        "unproven",
+        "no fix to prove: held back: mooncake, mori, pplx (no same-role site lists them): "
+        "--unsafe-fixes adds them",
     )

@@ -25,8 +25,9 @@ from driftcheck.project import module_name_of
 from driftcheck.rules.base import drift
 
 from .flips import Change, FlipError, compute_change
+from .held import applied_note, held_back_members, held_back_of, held_fix, not_applied_note
 from .imports import import_edit, import_statement
-from .plan import FileContext, Refusal, Replacement, Rewrite, SiteJob
+from .plan import FileContext, HeldBack, Refusal, Replacement, Rewrite, SiteJob
 from .text import LineIndex, SourceFile, read_source, source_of
 from .unused import unused_receiver_edits
 from .write import WriteError, compiles, unified_diff, write_atomically
@@ -46,10 +47,17 @@ class FixOutcome:
 
     fixed: list[Finding] = field(default_factory=list)
     remaining: list[Finding] = field(default_factory=list)
+    # fixed findings whose fix held members back: they are also in ``remaining``
+    partial: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     changes: dict[str, tuple[str, str]] = field(default_factory=dict)
     written: list[str] = field(default_factory=list)
+
+    @property
+    def held_back(self) -> int:
+        """The remaining findings whose fix left members out (``--unsafe-fixes`` adds them)."""
+        return sum(1 for f in self.remaining if f.fix is not None and f.fix.held_back)
 
     @cached_property
     def diff_text(self) -> str:
@@ -60,10 +68,14 @@ class FixOutcome:
 
 
 # -- planning ------------------------------------------------------------------------------
-def attach_fixes(result: CheckResult, findings: list[Finding], style: str) -> list[Finding]:
+def attach_fixes(
+    result: CheckResult, findings: list[Finding], style: str, *, unsafe: bool = False
+) -> list[Finding]:
     """``findings`` with ``fix`` or ``fix_refusal`` set on each DC001/DC003/DC005 finding.
 
     ``style`` is ``minimal`` or ``helper``; a per-site policy's ``fix-style`` overrides it.
+    Each fix adds the safe members only, unless ``unsafe`` (``--unsafe-fixes``): then the
+    held-back ones too. A fix that may add nothing flips nothing and lists what it leaves out.
     """
     if result.universe is None or result.loaded is None:
         return findings
@@ -73,13 +85,14 @@ def attach_fixes(result: CheckResult, findings: list[Finding], style: str) -> li
         if fixable(finding):
             by_path[finding.path].append(index)
     for rel, indexes in by_path.items():
-        for index, fix, refusal in _plan_file(result, rel, [findings[i] for i in indexes], style):
+        chosen = [findings[i] for i in indexes]
+        for index, fix, refusal in _plan_file(result, rel, chosen, style, unsafe):
             out[indexes[index]] = replace(findings[indexes[index]], fix=fix, fix_refusal=refusal)
     return out
 
 
 def _plan_file(
-    result: CheckResult, rel: str, findings: list[Finding], style: str
+    result: CheckResult, rel: str, findings: list[Finding], style: str, unsafe: bool
 ) -> list[tuple[int, Fix | None, str | None]]:
     scan = result.scans.get(rel)
     try:
@@ -99,7 +112,7 @@ def _plan_file(
     ctx: FileContext | None = None
     for index, finding in enumerate(findings):
         try:
-            job = _job(result, finding)
+            job = _job(result, finding, unsafe)
             ctx = contexts.get(job.site.universe) or _context(
                 result, rel, source, job.site.universe
             )
@@ -107,7 +120,15 @@ def _plan_file(
             policy = result.config.policy_for(finding.path, finding.symbol)
             chosen = policy.fix_style if policy is not None and policy.fix_style else style
             rule = CATALOGUE[finding.code]()
-            planned.append((index, job, rule.plan_fix(ctx, job, chosen)))
+            if job.held_back and not job.adds:
+                # planned in full all the same: a fix that could not be made is refused
+                full = rule.plan_fix(ctx, replace(job, held_back=frozenset()), chosen)
+                outcomes[index] = (held_fix(ctx, job, full.style), None)
+                continue
+            try:
+                planned.append((index, job, rule.plan_fix(ctx, job, chosen)))
+            except HeldBack:  # a style that adds every member at once
+                outcomes[index] = (held_fix(ctx, job, "helper"), None)
         except Refusal as exc:
             outcomes[index] = (None, str(exc))
         except (SyntaxError, ValueError, RecursionError) as exc:  # parsing the whole module
@@ -135,9 +156,9 @@ def _plan_file(
         )
     except Exception:  # keeping a receiver variable is always safe
         extras = {}
-    for position, (index, _, rewrite) in enumerate(checked):
+    for position, (index, job, rewrite) in enumerate(checked):
         rewrite = replace(rewrite, extra=(*rewrite.extra, *extras.get(position, [])))
-        outcomes[index] = (_as_fix(ctx, rewrite, changes[index]), None)
+        outcomes[index] = (_as_fix(ctx, job, rewrite, changes[index]), None)
     return [(i, *outcomes[i]) for i in range(len(findings))]
 
 
@@ -168,7 +189,7 @@ def _context(result: CheckResult, rel: str, source, key: str) -> FileContext:  #
     )
 
 
-def _job(result: CheckResult, finding: Finding) -> SiteJob:
+def _job(result: CheckResult, finding: Finding, unsafe: bool) -> SiteJob:
     site = finding.site
     universe = result.universes.get(site.universe) if site is not None else None
     universe = universe or result.universe
@@ -177,7 +198,7 @@ def _job(result: CheckResult, finding: Finding) -> SiteJob:
         raise Refusal("the finding's enumeration was not found in the scan")
     _, raw_missing, _ = drift(site, family, universe)
     allowed = frozenset(raw_missing) - frozenset(finding.missing)
-    return SiteJob(finding, site, family, allowed)
+    return SiteJob(finding, site, family, allowed, held_back_members(finding, unsafe))
 
 
 def _ranges(rewrite: Rewrite) -> list[tuple[int, int]]:
@@ -252,7 +273,7 @@ def _add_imports(
 
 
 def _checked_change(ctx: FileContext, job: SiteJob, rewrite: Rewrite) -> Change:
-    """The rewrite's computed change; refused unless it flips exactly the missing members."""
+    """The rewrite's computed change; refused unless it flips exactly the members it adds."""
     try:
         change = compute_change(
             ctx.scope,
@@ -269,7 +290,7 @@ def _checked_change(ctx: FileContext, job: SiteJob, rewrite: Rewrite) -> Change:
     for member in (*job.family.members, *ctx.universe.values):
         rank.setdefault(member, len(rank))
     change = replace(change, directions=tuple(sorted(change.directions, key=lambda d: rank[d[0]])))
-    expected = tuple(sorted(job.finding.missing, key=rank.__getitem__))
+    expected = tuple(sorted(job.adds, key=rank.__getitem__))
     if change.flips != expected:
         raise Refusal(
             f"driftcheck bug: the {rewrite.style} rewrite would flip "
@@ -278,8 +299,8 @@ def _checked_change(ctx: FileContext, job: SiteJob, rewrite: Rewrite) -> Change:
     return change
 
 
-def _as_fix(ctx: FileContext, rewrite: Rewrite, change: Change) -> Fix:
-    """The planned rewrite in the model's terms (``ast`` spans)."""
+def _as_fix(ctx: FileContext, job: SiteJob, rewrite: Rewrite, change: Change) -> Fix:
+    """The planned rewrite in the model's terms (``ast`` spans), with what it leaves out."""
     index = ctx.index
     return Fix(
         style=rewrite.style,  # type: ignore[arg-type]
@@ -289,6 +310,8 @@ def _as_fix(ctx: FileContext, rewrite: Rewrite, change: Change) -> Fix:
         import_line=rewrite.import_line,
         change=change.describe(),
         edits=tuple((index.span_of(r.start, r.end), r.text) for r in rewrite.extra),
+        held_back=held_back_of(job),
+        members=job.finding.applicability,
     )
 
 
@@ -305,14 +328,15 @@ def apply_fixes(
     outcome = FixOutcome()
     by_path: dict[str, list[Finding]] = defaultdict(list)
     for finding in findings:
-        if finding.fix is not None:
+        if finding.fix is not None and finding.fix.writes:
             by_path[finding.path].append(finding)
-        else:
-            outcome.remaining.append(finding)
-            if finding.fix_refusal is not None:
-                outcome.notes.append(
-                    f"{finding.path}:{finding.span.line}: not fixed {finding.code}: {finding.fix_refusal}"
-                )
+            continue
+        outcome.remaining.append(finding)
+        why = finding.fix_refusal if finding.fix is None else not_applied_note(finding.fix)
+        if why is not None:
+            outcome.notes.append(
+                f"{finding.path}:{finding.span.line}: not fixed {finding.code}: {why}"
+            )
     for rel in sorted(set(by_path) | set(additions)):
         _apply_file(result, rel, by_path.get(rel, []), write, outcome, additions.get(rel, ""))
     order = {id(f): i for i, f in enumerate(findings)}
@@ -398,8 +422,12 @@ def _apply_file(
         fix = finding.fix
         assert fix is not None
         outcome.fixed.append(finding)
+        if fix.held_back:
+            outcome.partial.append(finding)
+            outcome.remaining.append(finding)
         outcome.notes.append(
-            f"{rel}:{finding.span.line}: {verb} {finding.code} ({fix.style}): {fix.change}"
+            f"{rel}:{finding.span.line}: {verb} {finding.code} ({fix.style}): "
+            f"{fix.change}{applied_note(fix)}"
         )
 
 

@@ -27,6 +27,7 @@ from .bindings import bound_to_getter
 from .chain import Chain, site_chain
 from .cstfragment import CstFragment, replace_nodes
 from .fragment import Fragment, FragmentError
+from .held import unless_held
 from .membership import membership_test
 from .minimal import stands_alone
 from .operands import Item, boolop_items
@@ -141,7 +142,7 @@ def plan_helper(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> Re
             continue
         kept.append(node)  # type: ignore[arg-type]
     rewrite = rebuild(ctx, site, parsed, kept, removed, "helper", receivers)
-    return _for_family(rewrite, family)
+    return unless_held(job, _for_family(rewrite, family))
 
 
 def _plan_single(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> Rewrite:
@@ -165,7 +166,7 @@ def _plan_single(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> R
     rewrite = _rewrite(
         "helper", ctx.source.text, (start, end), (start, end), body, receivers, [(start, end)]
     )
-    return _for_family(rewrite, job.family)
+    return unless_held(job, _for_family(rewrite, job.family))
 
 
 def _value_refusal(family: Family) -> str:

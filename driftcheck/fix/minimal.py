@@ -119,7 +119,7 @@ def _plan_match(ctx: FileContext, job: SiteJob) -> Rewrite:
         raise Refusal("no alternative of the pattern names a member to spell the others like")
     order = {m: i for i, m in enumerate(job.family.members)}
     new = list(values)
-    for member in job.finding.missing:
+    for member in job.adds:
         spelling = _spell_like(spelled[0], member, ctx)
         position = len(new)
         for index, (_, present) in enumerate(new):
@@ -156,7 +156,7 @@ def _plan_single(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> R
     present = next(iter(site.members))
     tree = CstFragment(text[start:end])
     terms: dict[str, str] = {present: text[start:end]}
-    for member in job.finding.missing:
+    for member in job.adds:
         spelled = respell(node, tree.root, member, ctx.universe)
         if spelled is None:
             raise Refusal(f"cannot spell a test of {member} like '{text[start:end]}'")
@@ -231,7 +231,7 @@ def _groups(members: list[frozenset[str]], job: SiteJob) -> dict[tuple[str, int]
     if not present:
         raise Refusal("no operand of the enumeration names a family member to copy")
     groups: dict[tuple[str, int], list[str]] = {}
-    for member in sorted(job.finding.missing, key=family.index):
+    for member in sorted(job.adds, key=family.index):
         rank = family.index(member)
         predecessor = next(
             (family[j] for j in range(rank - 1, -1, -1) if family[j] in present), None
@@ -345,7 +345,7 @@ def _plan_constant(
         after=expression,
         receivers=receivers,
         before_names={name: old},
-        after_names={name: old | set(job.finding.missing)},
+        after_names={name: old | set(job.adds)},
     )
 
 

@@ -22,6 +22,11 @@ class Refusal(Exception):
     """The site is not rewritten; the message is the one-line reason shown to the user."""
 
 
+class HeldBack(Refusal):
+    """The style rewrites every missing member at once and some are held back: the fix
+    applies only with ``--unsafe-fixes`` (the message says so)."""
+
+
 @dataclass(frozen=True)
 class Replacement:
     """Replace the file text ``[start, end)`` with ``text``."""
@@ -114,9 +119,16 @@ class FileContext:
 
 @dataclass(frozen=True)
 class SiteJob:
-    """One finding to fix, with its site and the family it drifts from."""
+    """One finding to fix, with its site and the family it drifts from; ``held_back`` are
+    the missing members this run's fix leaves out (none under ``--unsafe-fixes``)."""
 
     finding: Finding
     site: Site
     family: Family
     allowed_missing: frozenset[str]
+    held_back: frozenset[str] = frozenset()
+
+    @property
+    def adds(self) -> tuple[str, ...]:
+        """The members the fix adds: the finding's missing ones less the held-back ones."""
+        return tuple(m for m in self.finding.missing if m not in self.held_back)

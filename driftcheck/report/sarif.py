@@ -26,6 +26,7 @@ from driftcheck.rules import CATALOGUE, Rule
 
 from .. import __version__
 from ..explain import render_rule
+from ..fix.held import applied_note
 from ..model import Finding, Problem, Span
 from ..scan import decode_source
 
@@ -142,12 +143,12 @@ def _fix(finding: Finding, locator: ArtifactLocator, columns: ColumnMap) -> dict
     """The finding's fix as one SARIF ``fix``: the rewrite plus its further edits (the helper's
     import, a receiver variable left unused), in file order, as the fixer applies them."""
     fix = finding.fix
-    if fix is None:
+    if fix is None or not fix.writes:  # every member held back: nothing to apply
         return None
     edits = sorted([(fix.span, fix.replacement), *fix.edits], key=lambda edit: edit[0])
     what = fix.change or f"the predicate becomes true for {', '.join(fix.flips) or 'nothing'}"
     return {
-        "description": {"text": f"{fix.style} fix: {what}"},
+        "description": {"text": f"{fix.style} fix: {what}{applied_note(fix)}"},
         "artifactChanges": [
             {
                 "artifactLocation": locator.location(finding.path),
@@ -193,6 +194,11 @@ def sarif_result(
         result["ruleIndex"] = rule_index[finding.code]
     if finding.latent:
         result["properties"]["latent"] = dict(sorted(finding.latent.items()))
+    if finding.fix is not None:
+        result["properties"]["fixApplicability"] = [a.to_dict() for a in finding.fix.members]
+        result["properties"]["heldBack"] = [
+            {"member": m, "reason": why} for m, why in finding.fix.held_back
+        ]
     fix = _fix(finding, locator, columns)
     if fix is not None:
         result["fixes"] = [fix]

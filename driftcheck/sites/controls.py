@@ -227,6 +227,7 @@ class Controls:
         self._lines: dict[int, list[_Statement]] = {}  # line -> the entries its header holds
         self._hit_reaches: dict[tuple[int, int], list[Reach]] = {}  # (node id, depth) -> found
         self._inside: dict[str, list[Reach]] = {}  # a function's name -> its role operations
+        self._asked: dict[tuple[bytes, int, int, bool], list[_Statement]] = {}
         self._text: bytes | None = None  # the lines joined, and where each starts
         self._starts: list[int] = []
 
@@ -366,7 +367,18 @@ class Controls:
     ) -> list[_Statement]:
         """The statements whose own header holds a line in ``[first, last]`` matching
         ``pattern`` (parsing the pieces of a partially parsed module that hold such lines).
-        With ``word``, a match counts only where a word starts (:func:`at_word_starts`)."""
+        With ``word``, a match counts only where a word starts (:func:`at_word_starts`).
+        The same question (many sites read the same attribute) is answered once."""
+        asked = (pattern.pattern, first, last, word)
+        if asked in self._asked:
+            return self._asked[asked]
+        found = self._search(pattern, first, last, word)
+        self._asked[asked] = found
+        return found
+
+    def _search(
+        self, pattern: re.Pattern[bytes], first: int, last: int, word: bool
+    ) -> list[_Statement]:
         if self._text is None:
             self._text = b"".join(self.lines)
             self._starts = list(itertools.accumulate(map(len, self.lines), initial=0))
