@@ -30,6 +30,8 @@ SCANNER_CODE = (
     "scan.py",
     "partial.py",
     "prefilter.py",
+    "liveness.py",  # what a site sets that its file never reads is cached with it
+    "linesearch.py",
     "suppressions.py",
     "interpret.py",
     "sites",

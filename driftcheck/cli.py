@@ -7,6 +7,7 @@ at or above ``--fail-on`` remain, 2 bad usage, unreadable configuration or unpar
 
 from __future__ import annotations
 
+import difflib
 import functools
 import importlib
 import os
@@ -21,9 +22,18 @@ from . import __version__, replay
 from .baseline import Baseline, BaselineError, write_baseline
 from .cli_options import codes_option_value as _codes
 from .cli_options import config_option, no_cache_option
+from .config import default_config
 from .engine import CheckResult, check
 from .model import Finding
-from .project import CONFIG_NAMES, SOURCE_DIRS, SOURCE_PREFIXES, VCS_MARKERS
+from .progress import Progress
+from .project import (
+    CONFIG_NAMES,
+    SOURCE_DIRS,
+    SOURCE_PREFIXES,
+    VCS_MARKERS,
+    anchor_of,
+    repository_root,
+)
 from .report.text import format_finding, format_problem, summary
 
 if TYPE_CHECKING:
@@ -45,6 +55,14 @@ class DefaultGroup(click.Group):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         known = (*self.commands, *self.LAZY, "--help", "-h", "--version")
+        if args and args[0] not in known and not os.path.lexists(args[0]):
+            # a path that does not exist, spelled like a command: name the command
+            close = difflib.get_close_matches(args[0], self.list_commands(ctx), n=1)
+            if close:
+                ctx.fail(
+                    f"No such command '{args[0]}', and no file or directory of that name. "
+                    f"Did you mean '{close[0]}'?"
+                )
         if not args or args[0] not in known:
             args = ["check", *args]
         return super().parse_args(ctx, args)
@@ -65,46 +83,59 @@ def main() -> None:
     """Find, fix and verify hand-written backend enumerations that drift from a canonical helper."""
 
 
-def _use_color(mode: str) -> bool:
+def _use_color(mode: str) -> bool | None:
+    """``--color``: always (even into a pipe), never, or auto: when stdout is a terminal and
+    ``NO_COLOR`` is unset or empty (None: click then also strips codes bound for a stream
+    that is no terminal)."""
     if mode == "always":
         return True
-    if mode == "never":
+    if mode == "never" or os.environ.get("NO_COLOR"):
         return False
-    return sys.stdout.isatty()
+    return None
 
 
 _RECORDER: replay.Recorder | None = None  # set while a launched read-only check runs
+_COLOR: bool | None = None  # the check's --color, as _use_color reads it
 
 
 def _echo(message: str = "", *, err: bool = False, nl: bool = True) -> None:
-    """``click.echo``, and what reached the stream kept for the run's record."""
-    click.echo(message, err=err, nl=nl)
+    """``click.echo`` with the check's colour choice, and what reached the stream kept for
+    the run's record."""
+    click.echo(message, err=err, nl=nl, color=_COLOR)
     if _RECORDER is not None:
         text = message + ("\n" if nl else "")
         stream = sys.stderr if err else sys.stdout
-        _RECORDER.wrote(text if stream.isatty() else click.unstyle(text), err)
+        styled = stream.isatty() if _COLOR is None else _COLOR
+        _RECORDER.wrote(text if styled else click.unstyle(text), err)
 
 
 def _record_inputs(
-    recorder: replay.Recorder, result: CheckResult, files: list[Path | None]
+    recorder: replay.Recorder, result: CheckResult, paths: list[Path], files: list[Path | None]
 ) -> None:
-    """What the run read: its walked files and directories, and the places its project and
-    configuration were looked for."""
+    """What the run read: its walked files and directories, the paths it was given, and every
+    place its project and configuration were looked for, from the paths' directory up (as
+    :func:`~driftcheck.project.discover_project` looks; a run that stopped at a bad
+    configuration read these too)."""
     recorder.read(result.inputs or {})
     project = result.project
-    recorder.read({str(f.resolve()): replay.stamp_or_none(f) for f in files if f is not None})
-    config = result.config
-    modules = [spec.split(":", 1)[0] for spec in (*config.canonical, config.enum or "")]
+    given = [project.cwd / p for p in paths] + [f for f in files if f is not None]
+    walked = result.inputs or {}
+    recorder.read(
+        {str(p): replay.stamp_or_none(p) for f in given if (p := os.path.abspath(f)) not in walked}
+    )
+    pack = default_config()
+    specs = (*result.config.canonical, result.config.enum, *pack.canonical, pack.enum)
+    modules = {spec.split(":", 1)[0] for spec in specs if spec}
     names = [*CONFIG_NAMES, *VCS_MARKERS, "__init__.py"]
-    names += [
-        os.path.join(prefix, *module.split(".")) + ".py"
-        for prefix in SOURCE_PREFIXES
-        for module in modules
-        if module
-    ]
-    places = [project.cwd, project.root]
-    if project.repository is not None:
-        places += [project.repository, *(project.repository / d for d in SOURCE_DIRS)]
+    for module in sorted(modules):
+        for prefix in SOURCE_PREFIXES:
+            base = os.path.join(prefix, *module.split("."))
+            names += [base + ".py", os.path.join(base, "__init__.py")]
+    anchor = anchor_of(paths, project.cwd)
+    repository = project.repository or repository_root(anchor)
+    places = [project.cwd, project.root, anchor]
+    if repository is not None:
+        places += [repository, *(repository / d for d in SOURCE_DIRS)]
     for place in places:
         recorder.looked_up_from(place, names)
 
@@ -222,6 +253,9 @@ def check_command(
     create_helper: bool,
 ) -> int:
     """Check PATHS (default: the current directory) for drifting backend enumerations."""
+    global _COLOR
+    _COLOR = _use_color(color)
+    use_color = sys.stdout.isatty() if _COLOR is None else _COLOR
     baseline = None
     if baseline_path is not None:
         try:
@@ -229,6 +263,7 @@ def check_command(
         except BaselineError as exc:
             _echo(f"error: {exc}", err=True)
             return 2
+    progress = Progress()
     run_check = functools.partial(
         check,
         list(paths) or [Path(".")],
@@ -240,10 +275,12 @@ def check_command(
         use_cache=not no_cache,
         baseline=baseline,
     )
-    result = run_check(record_inputs=_RECORDER is not None)
+    try:
+        result = run_check(record_inputs=_RECORDER is not None, progress=progress)
+    finally:
+        progress.close()
     if _RECORDER is not None:
-        _record_inputs(_RECORDER, result, [config_path, baseline_path])
-    use_color = _use_color(color)
+        _record_inputs(_RECORDER, result, list(paths) or [Path(".")], [config_path, baseline_path])
     for warning in result.warnings:
         _echo(f"warning: {warning}", err=True)
     if result.fatal:
@@ -257,7 +294,10 @@ def check_command(
         return 2
     if write_baseline_path is not None:
         write_baseline(write_baseline_path, result.findings)
-        _echo(f"Wrote {len(result.findings)} findings to {write_baseline_path}.", err=True)
+        count = len(result.findings)
+        _echo(
+            f"Wrote {count} finding{'s' if count != 1 else ''} to {write_baseline_path}.", err=True
+        )
         return 0
     findings = result.findings
     additions: dict[str, str] = {}
@@ -341,7 +381,12 @@ def _emit(
     _emit_text(result, findings, color)
     if not quiet:
         _echo(
-            summary(findings, result.files_checked, result.baselined, result.files_unreadable),
+            summary(
+                findings,
+                result.files_checked,
+                result.baselined,
+                len({problem.path for problem in result.problems}),
+            ),
             err=True,
         )
 
@@ -389,7 +434,8 @@ def explain_command(code: str) -> None:
 @main.command("discover")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @config_option
-def discover_command(paths: tuple[Path, ...], config_path: Path | None) -> None:
+@no_cache_option
+def discover_command(paths: tuple[Path, ...], config_path: Path | None, no_cache: bool) -> None:
     """Propose each family of the tree: its helper and callers, or how to create one, and
     which hand-written copies drift."""
     from .discover import discover, render
@@ -397,6 +443,7 @@ def discover_command(paths: tuple[Path, ...], config_path: Path | None) -> None:
     result, proposals = discover(
         list(paths) or [Path(".")],
         config_path=config_path,
+        use_cache=not no_cache,
         progress=lambda text: click.echo(text, err=True),
     )
     for warning in result.warnings:

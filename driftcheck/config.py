@@ -257,9 +257,7 @@ class _Reader:
         return ConfigError(self.label, message, self.line_of(key.rsplit(".", 1)[-1]))
 
     def strings(self, where: str, key: str, value: Any) -> tuple[str, ...]:
-        """A string or a list of strings."""
-        if isinstance(value, str):
-            return (value,)
+        """A list of strings (one string is an error: ``select = "DC001"``)."""
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise self.error(key, f"{where} {key} must be a list of strings, got {_shown(value)}")
         return tuple(value)
@@ -400,11 +398,11 @@ def config_from_table(section: dict[str, Any], label: str, source: str = "") -> 
 def _canonicals(read: _Reader, raw: Any) -> tuple[Canonical, ...]:
     """``canonical``: a list of ``"module:qualname"`` strings or ``{predicate, label}`` tables."""
     where = "[tool.driftcheck]"
-    entries = [raw] if isinstance(raw, (str, dict)) else raw
-    if not isinstance(entries, list):
+    if not isinstance(raw, list):
         raise read.error(
             "canonical", f"{where} canonical must be a list of strings, got {_shown(raw)}"
         )
+    entries = raw
     found = []
     for entry in entries:
         if isinstance(entry, dict):

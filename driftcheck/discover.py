@@ -112,11 +112,13 @@ def discover(
     *,
     cwd: Path | None = None,
     config_path: Path | None = None,
+    use_cache: bool = True,
     progress: Callable[[str], None] = lambda _text: None,
 ) -> tuple[CheckResult, list[Proposal]]:
-    """Every family of the tree under ``paths``, with its helper, callers and copies."""
+    """Every family of the tree under ``paths``, with its helper, callers and copies
+    (``use_cache``: read and write the scan cache, as a check does)."""
     progress("discover: scanning")
-    result = check(paths, cwd=cwd, config_path=config_path, select=["DC001"])
+    result = check(paths, cwd=cwd, config_path=config_path, select=["DC001"], use_cache=use_cache)
     if result.fatal:
         return result, []
     progress(f"discover: {result.files_checked} files scanned; counting calls")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import itertools
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from driftcheck.rules import CATALOGUE
 from .baseline import Baseline
 from .cache import EMPTY, ScanCache, Stamp
 from .config import Config, ConfigError
-from .files import iter_python_files
+from .files import NO_PYTHON_UNDER, NOT_PYTHON, holds_python, iter_python_files
 from .gates import latent_members
 from .infer import infer_families
 from .judge import Judge
@@ -142,25 +142,28 @@ def check(
     use_cache: bool = True,
     baseline: Baseline | None = None,
     record_inputs: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> CheckResult:
     """Run the linter over ``paths`` and return findings and problems (never raises for input).
 
     ``select``/``ignore``/``extend_select`` are command-line selections (reported as
     ``--select`` etc. when they name no rule); the configuration's own apply beneath them.
+    ``progress(scanned, to_scan)`` is called as files are scanned.
     """
     paths = list(paths) or [Path(".")]
     cwd = (cwd or Path.cwd()).resolve()
     try:
         project = discover_project(paths, cwd=cwd, config_path=config_path)
-        if config is not None:
-            project = replace(project, config=config)
-        codes = rule_selection(project.config, select, ignore, extend_select)
     except ConfigError as exc:
         result = CheckResult(Project(cwd, cwd, Config()), None, None)
         result.problems.append(Problem(exc.path, exc.line, exc.message))
         return result
+    if config is not None:
+        project = replace(project, config=config)
+    try:
+        codes = rule_selection(project.config, select, ignore, extend_select)
     except SelectionError as exc:
-        result = CheckResult(Project(cwd, cwd, Config()), None, None)
+        result = CheckResult(project, None, None)  # the configuration it came from was read
         result.problems.append(Problem(exc.where, None, exc.message))
         return result
     result = CheckResult(
@@ -172,6 +175,15 @@ def check(
     if len(missing) == len(paths):
         result.problems.extend(
             Problem(os.path.normpath(cwd / p), None, "no such file or directory") for p in missing
+        )
+        return result
+    if not any(holds_python(cwd / p) for p in paths):
+        # nothing to check: say so, rather than that the canonical is not in the tree
+        result.problems.extend(
+            Problem(
+                project.rel(cwd / p), None, NO_PYTHON_UNDER if (cwd / p).is_dir() else NOT_PYTHON
+            )
+            for p in paths
         )
         return result
     try:
@@ -198,7 +210,7 @@ def check(
             ScanCache.location(project.root), fingerprint + "|" + project.config.digest()
         )
     with Scanner(spec, jobs) as scanner:
-        return _check_files(result, targets, scanner, cache, codes, baseline)
+        return _check_files(result, targets, scanner, cache, codes, baseline, progress)
 
 
 def scan_spec(universes: tuple[Universe, ...], config: Config) -> ScanSpec:
@@ -251,6 +263,7 @@ def _check_files(
     cache: ScanCache | None,
     codes: set[str],
     baseline: Baseline | None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> CheckResult:
     project, universe = result.project, result.universe
     root = project.root
@@ -303,7 +316,9 @@ def _check_files(
             if cache is not None:
                 stats[rel] = stat
     del walked
-    for scan in scanner.scan(pending):
+    for scanned, scan in enumerate(scanner.scan(pending), 1):
+        if progress is not None:
+            progress(scanned, len(pending))
         if isinstance(scan, str):
             if cache is not None:
                 cache.put_empty(scan, stats.pop(scan))

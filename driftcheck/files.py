@@ -1,7 +1,9 @@
 """Which files a run covers: the Python files under the paths given, as canonical paths.
 
 Directory walks follow no symlinked directories (so no loops); a symlinked file pointing
-outside the project (the repository, else the root) is reported and skipped. ``include`` and
+outside the project (the repository, else the root) is reported and skipped, and so is a broken
+link named like a Python file (a broken link to any other file is never checked, so it is no
+error). A file named explicitly that is not Python is reported, not checked. ``include`` and
 ``exclude`` patterns match canonical paths; excluded files stay excluded when named
 explicitly (pre-commit passes changed files one by one).
 """
@@ -16,6 +18,9 @@ from .model import Problem
 from .project import Project
 from .replay import stamp_of
 
+PYTHON_SUFFIXES = (".py", ".pyi")
+NOT_PYTHON = "not a Python file (.py or .pyi); not checked"
+NO_PYTHON_UNDER = "no Python files under this directory"
 SKIP_DIRS = {
     ".git",
     ".hg",
@@ -82,12 +87,26 @@ def iter_python_files(
         elif os.path.isdir(text):
             yield from _walk_directory(walk, text)
         elif os.path.isfile(text):
-            if text.endswith((".py", ".pyi")):
+            if text.endswith(PYTHON_SUFFIXES):
                 accepted = walk.accept(text, os.path.islink(text))
                 if accepted is not None:
                     yield accepted
+            else:
+                problems.append(Problem(walk.rel(text), None, NOT_PYTHON))
         else:
             problems.append(Problem(text, None, "no such file or directory"))
+
+
+def holds_python(path: Path) -> bool:
+    """Whether ``path`` is a Python file, or a directory with one somewhere under it (the
+    directories a walk skips aside; the first one found ends the search)."""
+    if not path.is_dir():
+        return path.name.endswith(PYTHON_SUFFIXES)
+    for _, directories, names in os.walk(path):
+        if any(name.endswith(PYTHON_SUFFIXES) for name in names):
+            return True
+        directories[:] = [d for d in directories if d not in SKIP_DIRS]
+    return False
 
 
 def _walk_directory(walk: _Walk, top: str) -> Iterator[tuple[str, str]]:
@@ -112,11 +131,13 @@ def _walk_directory(walk: _Walk, top: str) -> Iterator[tuple[str, str]]:
                 ):
                     subdirs.append(entry.path)
             elif entry.is_symlink():
+                if not entry.name.endswith(".py"):
+                    continue  # a file that is never checked cannot fail the check (ruff's habit)
                 if not os.path.exists(entry.path):
-                    walk.problems.append(
-                        Problem(walk.rel(entry.path), None, "broken symlink or symlink loop")
-                    )
-                elif entry.name.endswith(".py") and os.path.isfile(entry.path):
+                    rel = walk.rel(entry.path)
+                    if config.is_included(rel) and not config.is_excluded(rel):
+                        walk.problems.append(Problem(rel, None, "broken symlink or symlink loop"))
+                elif os.path.isfile(entry.path):
                     accepted = walk.accept(entry.path, True)
                     if accepted is not None:
                         yield accepted

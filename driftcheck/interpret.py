@@ -17,6 +17,8 @@ import ast
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from .sites.names import source_text
+
 Truth = bool | None  # None: depends on an unassigned narrowing
 COLLECTION_CALLS = ("frozenset", "set", "tuple", "list")
 
@@ -87,7 +89,7 @@ class Scope:
 
 def _text(node: ast.AST) -> str:
     try:
-        return ast.unparse(node)
+        return source_text(node)
     except Exception:  # pragma: no cover - ast.unparse handles every parsed node
         return type(node).__name__
 
@@ -115,7 +117,9 @@ class Interpreter:
         self.scope = scope
         self.member = member
         self.narrowings = dict(narrowings or {})
-        self.seen_narrowings: list[str] = []
+        # in the order first met (a dict: a chain of 10,000 free inputs meets them all)
+        self.seen_narrowings: dict[str, None] = {}
+        self._texts: dict[int, str] = {}  # the text of each node asked about, by its id
         self._stack: list[str] = []
 
     # -- entry points -------------------------------------------------------------------
@@ -148,10 +152,17 @@ class Interpreter:
         raise Unproven(f"non-boolean value {value!r}", where)
 
     def _narrowing(self, node: ast.AST) -> Truth:
-        key = _text(node)
-        if key not in self.seen_narrowings:
-            self.seen_narrowings.append(key)
+        key = self._text_of(node)
+        self.seen_narrowings.setdefault(key)
         return self.narrowings.get(key)
+
+    def _text_of(self, node: ast.AST) -> str:
+        """:func:`_text`, once per node (the expression evaluated outlives the interpreter, so
+        no id is reused while it asks)."""
+        text = self._texts.get(id(node))
+        if text is None:
+            text = self._texts[id(node)] = _text(node)
+        return text
 
     def _run_body(
         self, func: ast.FunctionDef, local: dict[str, object], *, in_enum: bool
@@ -225,7 +236,7 @@ class Interpreter:
             return False
 
     def _eval(self, node: ast.expr, local: dict[str, object], *, in_enum: bool) -> object:
-        if self.scope.free and _text(node) in self.scope.free:
+        if self.scope.free and self._text_of(node) in self.scope.free:
             return self._narrowing(node)
         if isinstance(node, ast.BoolOp):
             values = [self._eval(v, local, in_enum=in_enum) for v in node.values]
@@ -259,7 +270,7 @@ class Interpreter:
         if isinstance(node, ast.Compare):
             if not in_enum:
                 return self._compare(node, local, in_enum)
-            recorded = list(self.seen_narrowings)
+            recorded = dict(self.seen_narrowings)
             try:
                 return self._compare(node, local, in_enum)
             except Unproven:
@@ -292,7 +303,7 @@ class Interpreter:
                 raise Unproven(f"{self.scope.enum_name}.{node.attr} is not a member", node.lineno)
             return Backend(value)
         if node.attr == "value" or self.scope.classes:
-            recorded = list(self.seen_narrowings)
+            recorded = dict(self.seen_narrowings)
             try:
                 owner = self._eval(base, local, in_enum=in_enum)
             except Unproven:
@@ -337,7 +348,7 @@ class Interpreter:
         if isinstance(func, ast.Attribute):
             if func.attr in self.scope.getters:
                 return Backend(self.member)
-            recorded = list(self.seen_narrowings)
+            recorded = dict(self.seen_narrowings)
             try:
                 owner = self._eval(func.value, local, in_enum=in_enum)
             except Unproven:
@@ -367,7 +378,7 @@ class Interpreter:
             and not node.keywords
         ):
             return None
-        recorded = list(self.seen_narrowings)
+        recorded = dict(self.seen_narrowings)
         try:
             value = self._eval(node.args[0], local, in_enum=in_enum)
         except Unproven:

@@ -55,24 +55,83 @@ def only_sets(site: Site) -> list[str]:
 
 def local_unread(site: Site, source: str, tree: ast.Module) -> tuple[str, ...]:
     """The attributes (as the site's class spells them) that the site sets and its own file
-    never reads, when setting them is all the site does; ``()`` otherwise."""
-    names = only_sets(site)
-    owner = site.symbol.split(".")[0] if "." in site.symbol else ""
-    cls = next(
-        (s for s in tree.body if isinstance(s, ast.ClassDef) and s.name == owner and owner), None
-    )
-    if not names or cls is None:
-        return ()
-    starts = _line_starts(source)
-    start, end = starts[cls.lineno - 1], starts[min(cls.end_lineno or cls.lineno, len(starts) - 1)]
-    unread: list[str] = []
-    for name in names:
-        assigned = re.compile(rf"self\.(_*{re.escape(name)})\b\s*(?::[^=\n]*)?=(?!=)")
-        spelled = sorted({m.group(1) for m in at_word_starts(source, assigned, start, end)})
-        if not spelled or any(_read_through_self(source, name) for name in spelled):
+    never reads, when setting them is all the site does; ``()`` otherwise. (One site; a scan
+    asks a file's :class:`LocalReads` for all of them.)"""
+    return LocalReads(source, tree).unread(site)
+
+
+class LocalReads:
+    """What one module's text assigns and reads through ``self``, for :func:`local_unread`'s
+    question asked of every site of the module: each class's assignments are indexed once, and
+    each attribute's reads looked for once, so a file's sites cost time linear in its size and
+    their number (not one pass over the file per site)."""
+
+    # distinct attributes looked for by a plain search each before the file's reads are
+    # indexed in one pass (the index costs a few searches; most files ask about one or two)
+    SEARCHES = 16
+
+    def __init__(self, source: str, tree: ast.Module) -> None:
+        self.source = source
+        self._classes: dict[str, ast.ClassDef] = {}
+        for statement in tree.body:
+            if isinstance(statement, ast.ClassDef):
+                self._classes.setdefault(statement.name, statement)
+        # class name -> attribute without its leading underscores -> spellings assigned
+        self._assigned: dict[str, dict[str, set[str]]] = {}
+        self._reads: dict[str, bool] = {}
+        self._dotted: dict[str, list[int]] | None = None  # ``.name`` -> where the dot is
+        self._getattr: set[str] | None = None
+
+    def unread(self, site: Site) -> tuple[str, ...]:
+        """:func:`local_unread` of ``site``."""
+        names = only_sets(site)
+        owner = site.symbol.split(".")[0] if "." in site.symbol else ""
+        if not names or not owner or owner not in self._classes:
             return ()
-        unread.extend(spelled)
-    return tuple(sorted(set(unread)))
+        assigned = self._assignments(owner)
+        unread: set[str] = set()
+        for name in names:
+            core = name.lstrip("_")
+            spelled = {s for s in assigned.get(core, ()) if len(s) >= len(name)}
+            if not spelled or any(self._read(spelling) for spelling in spelled):
+                return ()
+            unread |= spelled
+        return tuple(sorted(unread))
+
+    def _assignments(self, owner: str) -> dict[str, set[str]]:
+        """``self.<attr> =`` (or ``self.<attr>: <annotation> =``) in class ``owner``'s text."""
+        if owner not in self._assigned:
+            cls, source = self._classes[owner], self.source
+            starts = _line_starts(source)
+            start = starts[cls.lineno - 1]
+            end = starts[min(cls.end_lineno or cls.lineno, len(starts) - 1)]
+            found: dict[str, set[str]] = {}
+            for match in at_word_starts(source, SELF_ASSIGNMENT, start, end):
+                found.setdefault(match.group(1).lstrip("_"), set()).add(match.group(1))
+            self._assigned[owner] = found
+        return self._assigned[owner]
+
+    def _read(self, name: str) -> bool:
+        """Whether the text reads ``self.name`` or ``self.<part>.name`` (not as an assignment
+        target), or calls ``getattr(self, "name")``."""
+        if name not in self._reads:
+            if self._dotted is None and len(self._reads) >= self.SEARCHES:
+                self._index()
+            if self._dotted is None:
+                self._reads[name] = _read_through_self(self.source, name)
+            else:
+                assert self._getattr is not None
+                self._reads[name] = name in self._getattr or any(
+                    _self_read_at(self.source, position, position + 1 + len(name))
+                    for position in self._dotted.get(name, ())
+                )
+        return self._reads[name]
+
+    def _index(self) -> None:
+        self._dotted = {}
+        for match in DOTTED.finditer(self.source):
+            self._dotted.setdefault(match.group(1), []).append(match.start())
+        self._getattr = {m.group(1) for m in GETATTR_SELF.finditer(self.source)}
 
 
 class AttributeReads:
@@ -137,6 +196,9 @@ class AttributeReads:
 
 SELF_CHAIN_END = re.compile(rf"\bself{CHAINED}\Z")
 NOT_ASSIGNED = re.compile(ASSIGNED)
+SELF_ASSIGNMENT = re.compile(r"self\.(\w+)\b\s*(?::[^=\n]*)?=(?!=)")
+DOTTED = re.compile(r"\.(\w+)")  # a dot and the whole name after it
+GETATTR_SELF = re.compile(r"getattr\(\s*self\s*,\s*[\"']([^\"']*)[\"']")
 
 
 def _read_through_self(source: str, name: str) -> bool:
@@ -148,12 +210,20 @@ def _read_through_self(source: str, name: str) -> bool:
     while position != -1:
         after = position + len(needle)
         if (after == len(source) or not (source[after].isalnum() or source[after] == "_")) and (
-            NOT_ASSIGNED.match(source, after)
-            and SELF_CHAIN_END.search(source, max(0, position - 200), position)
+            _self_read_at(source, position, after)
         ):
             return True
         position = source.find(needle, after)
     return re.search(rf"getattr\(\s*self\s*,\s*[\"']{re.escape(name)}[\"']", source) is not None
+
+
+def _self_read_at(source: str, position: int, after: int) -> bool:
+    """Whether the whole attribute name between the dot at ``position`` and ``after`` is read
+    through ``self`` there (``self.name``, ``self.mlp.name``), not assigned to."""
+    return (
+        NOT_ASSIGNED.match(source, after) is not None
+        and SELF_CHAIN_END.search(source, max(0, position - 200), position) is not None
+    )
 
 
 def _self_reads(spelled: list[str] | tuple[str, ...], chained: str) -> re.Pattern[str]:

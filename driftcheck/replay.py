@@ -5,9 +5,10 @@ terminal (whether stdout and stderr are terminals, ``NO_COLOR``), driftcheck's o
 the files the run read or looked for. After a read-only check (no ``--fix``, ``--diff``,
 ``--write-baseline``, ``--no-cache``), :class:`Recorder` keeps what it wrote and a stamp of
 every input: each walked file, each directory walked (a file added or removed there changes
-its mtime), every place from the working directory and the project up to the filesystem root
-where a configuration, a repository marker, a package or the canonical module could appear
-(present or not), the baseline, and driftcheck's own source files. The next identical invocation checks those stamps (a few
+its mtime), the paths given, every place from the working directory, the paths' directory and
+the project up to the filesystem root where a configuration, a repository marker, a package or
+the canonical module could appear (present or not: a run that stopped at a bad configuration
+is keyed by that file too), the baseline, and driftcheck's own source files. The next identical invocation checks those stamps (a few
 thousand ``stat`` calls, no parsing, no import of the engine) and, when all match, writes the
 same bytes and exits with the same code. Any difference, or a damaged record, runs the check.
 

@@ -1,8 +1,8 @@
 """Which rules a run reports: ``--select``/``--ignore``/``--extend-select`` and their config
 counterparts, by code or prefix (ruff's habit), validated so that a typo is an error.
 
-``DC00`` selects DC001..DC009, ``ALL`` every rule; without a selection each rule's
-``default_enabled`` decides. An unknown code or prefix, or an empty selection, raises
+``DC00`` selects DC001..DC009, ``ALL`` every rule (upper case, as ruff has them: ``dc001``
+is an error naming ``DC001``); without a selection each rule's ``default_enabled`` decides. An unknown code or prefix, or an empty selection, raises
 :class:`SelectionError` naming the bad value and the valid ones (exit code 2): a typo in
 ``--select`` must never turn CI green.
 """
@@ -45,15 +45,18 @@ def matching(source: str, prefixes: Iterable[str], catalogue: Iterable[str]) -> 
     codes = sorted(catalogue)
     chosen: set[str] = set()
     for raw in prefixes:
-        prefix = raw.strip().upper()
+        prefix = raw.strip()
         if not prefix:
             raise SelectionError(
                 source, "empty rule code in the selection; give codes or prefixes (DC001, DC0, ALL)"
             )
         hits = set(codes) if prefix == "ALL" else {c for c in codes if c.startswith(prefix)}
         if not hits:
+            upper = prefix.upper()
+            cased = upper != prefix and (upper == "ALL" or any(c.startswith(upper) for c in codes))
+            hint = f"; did you mean '{upper}'?" if cased else ""
             raise SelectionError(
-                source, f"unknown rule code or prefix '{raw.strip()}' ({_known(codes)})"
+                source, f"unknown rule code or prefix '{prefix}'{hint} ({_known(codes)})"
             )
         chosen |= hits
     return chosen

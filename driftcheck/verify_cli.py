@@ -18,6 +18,7 @@ declares), so nothing was confirmed.
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -284,11 +285,16 @@ def _run_layer(
             err=True,
         )
         sys.exit(2)
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        click.echo("error: --layer needs torch (pip install 'driftcheck[verify]')", err=True)
-        sys.exit(2)
+    for module in ("numpy", "torch"):  # torch without numpy fails when a digest is taken
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            click.echo(
+                f"error: --layer needs torch and numpy; {module} is not installed "
+                "(pip install 'driftcheck[verify]')",
+                err=True,
+            )
+            sys.exit(2)
     from .runtime_verify.layer.deep_ep_module import DeepEPUnavailable
 
     try:

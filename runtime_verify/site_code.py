@@ -240,7 +240,7 @@ def free_operands(
 ) -> tuple[str, ...]:
     """Texts of chain operands that are not the site's terms and that the grammar cannot read."""
     term_spans = {operand.span for operand in site.operands}
-    free: list[str] = []
+    free: dict[str, None] = {}  # in order (a chain may hold 10,000 of them)
     for operand in _chain_operands(expr):
         if span_of(operand) in term_spans:
             continue
@@ -248,9 +248,7 @@ def free_operands(
             for member in members:
                 Interpreter(scope, member).truth(operand)
         except Unproven:
-            text = ast.unparse(operand)
-            if text not in free:
-                free.append(text)
+            free.setdefault(ast.unparse(operand))
     return tuple(free)
 
 

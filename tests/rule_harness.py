@@ -9,7 +9,10 @@ members tested through a base class's methods.
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from driftcheck.engine import CheckResult, check
@@ -93,4 +96,17 @@ def run_rule_example(tmp: Path, example) -> CheckResult:  # type: ignore[no-unty
         select=example.select or None,
         siblings=example.siblings,
         fixture=example.fixture,
+    )
+
+
+def driftcheck_process(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``driftcheck ARGS`` as a process of its own, run from ``cwd`` (``env`` added to the
+    environment): what a user runs, and a crash is an exit code, not the end of the tests."""
+    return subprocess.run(
+        [sys.executable, "-P", "-m", "driftcheck", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, **env},
     )

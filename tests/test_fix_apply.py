@@ -11,11 +11,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from rule_harness import FIXTURES
 
 from driftcheck.cli import main
 from driftcheck.engine import check
 from driftcheck.fix import apply as apply_module
+from driftcheck.fix import flips
 from driftcheck.fix.apply import apply_fixes, attach_fixes
 from driftcheck.fix.flips import compute_change
 from driftcheck.fix.plan import Replacement
@@ -176,6 +179,49 @@ def test_change_is_empty_when_the_rewrite_is_equivalent_under_narrowings(tmp_pat
         scope, universe, "b.is_mori() or b.is_mori_epv2()", "b.is_mori()", {"b"}
     )
     assert change.describe() == "no backend changes"
+
+
+LEAVES = (
+    "b.is_deepep()",
+    "b.is_mori()",
+    "b.is_deepep_v2()",
+    "b.is_mori_epv2()",  # a narrowing: its body reads an environment flag
+    "x0",
+    "x1",
+    "self.x2",
+    "not x0",
+)
+expressions = st.recursive(
+    st.sampled_from(LEAVES),
+    lambda inner: st.builds(
+        lambda op, parts, negate: ("not " if negate else "") + f"({f' {op} '.join(parts)})",
+        st.sampled_from(["and", "or"]),
+        st.lists(inner, min_size=2, max_size=4),
+        st.booleans(),
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(before=expressions, after=expressions)
+def test_the_change_past_the_free_operands_tried_one_by_one_is_the_same(
+    scope_and_universe, before: str, after: str
+) -> None:
+    """Past MAX_FREE free operands, each side is folded over its backend terms instead of
+    trying every setting of them: the same change, computed without trying the settings of
+    the operands only one side reads."""
+    scope, universe = scope_and_universe
+    tried = compute_change(scope, universe, before, after, {"b"})
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(flips, "MAX_FREE", 0)
+        folded = compute_change(scope, universe, before, after, {"b"})
+    assert folded == tried
+
+
+@pytest.fixture(scope="module")
+def scope_and_universe(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    return loaded_scope(tmp_path_factory.mktemp("scope"))
 
 
 # -- the command line --------------------------------------------------------------------------

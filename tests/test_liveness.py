@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from rule_harness import run_example
+
+from driftcheck.liveness import LocalReads
 
 BLOCK = (
     "class Block:\n"
@@ -82,3 +85,30 @@ def test_a_subclass_in_another_model_file_reading_it_makes_it_an_error(tmp_path:
         "EntryClass = FastBlock\n"
     )
     assert reported(tmp_path, BLOCK, {"fast_block.py": subclass}) == [("DC001", "error", READ)]
+
+
+def many_copies(count: int, read: set[int]) -> str:
+    """A block whose ``__init__`` holds ``count`` copies, each setting its own attribute;
+    ``forward`` reads those in ``read``."""
+    lines = ["class Block:", "    def __init__(self):", "        b = get_moe_a2a_backend()"]
+    for index in range(count):
+        lines += ["        if b.is_deepep() or b.is_mooncake():", f"            self.a{index} = 2"]
+    lines += ["", "    def forward(self, x):"]
+    lines += [f"        x = x + self.a{index}" for index in sorted(read)]
+    return "\n".join([*lines, "        return x", ""])
+
+
+def test_a_file_with_many_copies_reads_each_attribute_as_a_file_with_one_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past a few attributes the file's reads are indexed in one pass (a file's sites cost
+    time linear in their number); the answers are those of a search per attribute."""
+    code = many_copies(40, read=set(range(0, 40, 3)))
+    indexed = reported(tmp_path / "indexed", code)
+    monkeypatch.setattr(LocalReads, "SEARCHES", 10**9)
+    assert reported(tmp_path / "searched", code) == indexed
+    unread = [message for _, severity, message in indexed if severity == "warning"]
+    assert len(indexed) == 40
+    assert [m.rsplit("nothing reads ", 1)[1] for m in unread] == [
+        f"a{index}: delete it rather than widen it" for index in range(40) if index % 3
+    ]

@@ -122,3 +122,24 @@ def test_an_input_changed_within_the_clock_granularity_makes_no_record(
     monkeypatch.delenv("DRIFTCHECK_RACY_MS", raising=False)
     driftcheck(sglang_like, ".")
     assert not (tmp_path / "runs").exists() or not os.listdir(tmp_path / "runs")
+
+
+def test_a_configuration_fixed_after_a_failing_run_is_read_again(
+    sglang_like: Path, records: Path
+) -> None:
+    """The failing run read the tree's own configuration: the record is keyed by it, and by
+    its absence once it is removed (run from above the tree, as the issue did)."""
+    config = sglang_like / "pyproject.toml"
+    config.write_text('[tool.driftcheck]\nselect = ["DC999"]\n')
+    failed = driftcheck(sglang_like.parent, sglang_like.name)
+    assert failed.returncode == 2
+    assert failed.stderr.startswith(
+        f"{sglang_like.name}/pyproject.toml:2: error: [tool.driftcheck] select: unknown rule "
+        "code or prefix 'DC999'"
+    )
+    config.write_text('[tool.driftcheck]\nselect = ["DC005"]\n')
+    assert driftcheck(sglang_like.parent, sglang_like.name).returncode == 0
+    config.unlink()
+    removed = driftcheck(sglang_like.parent, sglang_like.name)
+    assert removed.returncode == 1
+    assert "pyproject.toml" not in removed.stderr

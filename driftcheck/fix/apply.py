@@ -7,7 +7,9 @@ enum member) or a one-line ``fix_refusal``. :func:`apply_fixes` applies the fixe
 in one pass from the end backwards, checks the result byte-compiles, and writes it atomically
 unless the file changed on disk since it was scanned.
 
-Planning reads only the rewritten expression's text (located by the scan's ``ast`` spans) and
+Planning runs in a thread with room for the deepest expression it rewrites
+(:mod:`driftcheck.fix.deepstack`: a chain of 100,000 operands is 100,000 levels for libcst).
+It reads only the rewritten expression's text (located by the scan's ``ast`` spans) and
 rewrites it as a libcst tree of that text alone (:mod:`driftcheck.fix.cstfragment`, imported
 on the first plan); a file's whole-module AST is parsed only for plans that need it (helper
 style, constants), and libcst never sees the whole file.
@@ -24,7 +26,9 @@ from driftcheck.model import Finding, Fix, Problem
 from driftcheck.project import module_name_of
 from driftcheck.rules.base import drift
 
+from .deepstack import nesting, run_deep
 from .flips import Change, FlipError, compute_change
+from .fragment import FragmentError
 from .held import applied_note, held_back_members, held_back_of, held_fix, not_applied_note
 from .imports import import_edit, import_statement
 from .plan import FileContext, HeldBack, Refusal, Replacement, Rewrite, SiteJob
@@ -79,16 +83,31 @@ def attach_fixes(
     """
     if result.universe is None or result.loaded is None:
         return findings
-    out = list(findings)
     by_path: dict[str, list[int]] = defaultdict(list)
     for index, finding in enumerate(findings):
         if fixable(finding):
             by_path[finding.path].append(index)
-    for rel, indexes in by_path.items():
-        chosen = [findings[i] for i in indexes]
-        for index, fix, refusal in _plan_file(result, rel, chosen, style, unsafe):
-            out[indexes[index]] = replace(findings[indexes[index]], fix=fix, fix_refusal=refusal)
-    return out
+    if not by_path:
+        return list(findings)
+
+    def plan() -> list[Finding]:
+        out = list(findings)
+        for rel, indexes in by_path.items():
+            chosen = [findings[i] for i in indexes]
+            for index, fix, refusal in _plan_file(result, rel, chosen, style, unsafe):
+                out[indexes[index]] = replace(chosen[index], fix=fix, fix_refusal=refusal)
+        return out
+
+    levels = max(_nesting(findings[i]) for indexes in by_path.values() for i in indexes)
+    return run_deep(levels, plan)
+
+
+def _nesting(finding: Finding) -> int:
+    """How deep libcst's tree of the finding's expression nests (0: not an expression)."""
+    try:
+        return nesting(finding.site.text) if finding.site is not None else 0
+    except FragmentError:
+        return 0
 
 
 def _plan_file(
@@ -131,8 +150,10 @@ def _plan_file(
                 outcomes[index] = (held_fix(ctx, job, "helper"), None)
         except Refusal as exc:
             outcomes[index] = (None, str(exc))
-        except (SyntaxError, ValueError, RecursionError) as exc:  # parsing the whole module
+        except (SyntaxError, ValueError) as exc:  # parsing the whole module
             outcomes[index] = (None, f"cannot parse the file: {exc}")
+        except RecursionError:
+            outcomes[index] = (None, "the expression is nested too deeply to rewrite")
         except Exception as exc:  # a planning bug must neither stop the run nor touch the file
             outcomes[index] = (None, _bug(exc))
     if ctx is None:

@@ -7,7 +7,8 @@ multi-line expressions, comments and backslash continuations parse as they do in
 given to ``libcst.parse_expression``. The wrapper's parentheses are the root node's outermost
 ``lpar``/``rpar``; :meth:`CstFragment.code` renders a tree and strips them again.
 
-libcst is imported here on first use, never at module level: a checking run plans no fix and
+An expression nested deeper than the running thread's stack can hold for libcst's parser is
+refused before libcst sees it (:mod:`driftcheck.fix.deepstack`). libcst is imported here on first use, never at module level: a checking run plans no fix and
 never pays for it (``tests/test_fix_substrate.py`` pins that).
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .deepstack import check_room
 from .fragment import FragmentError
 from .text import NEWLINE
 
@@ -33,6 +35,7 @@ class CstFragment:
         self.newline = match.group() if match else "\n"
         self._prefix = "(" + self.newline
         self._suffix = self.newline + ")"
+        check_room(text)
         try:
             self.root: cst.BaseExpression = cst.parse_expression(self._prefix + text + self._suffix)
         except Exception as exc:  # ParserSyntaxError, and whatever else odd input raises

@@ -30,13 +30,18 @@ def _files(count: int) -> str:
     return f"{count} file{'s' if count != 1 else ''}"
 
 
+def _paths(count: int) -> str:
+    return f"{count} path{'s' if count != 1 else ''}"
+
+
 def summary(findings: list[Finding], files: int, baselined: int = 0, problems: int = 0) -> str:
     """``Found 3 findings (2 errors, 1 warning) in 120 files.`` (plus problems and baseline).
 
-    ``files`` counts the files checked; files that could not be checked are ``problems``."""
+    ``files`` counts the files checked; ``problems`` the paths named by the errors printed
+    beside the findings (files, links or directories that could not be checked)."""
     if not findings and not files:
         if problems:
-            return f"{_files(problems)} could not be checked; no other file was checked."
+            return f"{_paths(problems)} could not be checked; no other file was checked."
         return "No Python file to check: the paths given hold none that is included."
     if not findings:
         base = f"No drift found in {_files(files)}."
@@ -50,7 +55,7 @@ def summary(findings: list[Finding], files: int, baselined: int = 0, problems: i
         n = len(findings)
         base = f"Found {n} finding{'s' if n != 1 else ''} ({', '.join(parts)}) in {_files(files)}."
     if problems:
-        base += f" {_files(problems)} could not be checked."
+        base += f" {_paths(problems)} could not be checked."
     if baselined:
         base += f" {baselined} baselined finding{'s' if baselined != 1 else ''} not shown."
     return base

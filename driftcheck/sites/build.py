@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..model import Operand, Role, Site, Span, Universe
+from .names import source_text
 from .receivers import ReceiverScope
 from .terms import Term, TermReader, single_value
 
@@ -224,9 +225,9 @@ def _receiver_text(terms: list[Term]) -> str:
     for term in terms:
         node = term.node.operand if isinstance(term.node, ast.UnaryOp) else term.node
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            return ast.unparse(node.func.value)
+            return source_text(node.func.value)
         if isinstance(node, ast.Attribute) and term.kind == "property":
-            return ast.unparse(node.value)
+            return source_text(node.value)
         if isinstance(node, ast.Compare):
-            return ast.unparse(node.left)
+            return source_text(node.left)
     return ""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -36,6 +37,10 @@ from .terms import member_constants
 
 if TYPE_CHECKING:
     from ..partial import Added
+
+
+# the operator and load/store singletons beneath expressions: never a site, nothing beneath
+OPERATORS = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
 
 
 @dataclass
@@ -77,6 +82,13 @@ class SiteFinder:
         self._test_sites: dict[int, list[Site]] = {}  # an ``if`` test's id -> its sites
         self._getter_bytes = [
             [g.encode() for g in (*u.getters, *u.holder_names)] for u in self.universes
+        ]
+        # the names of each condition a family implies (``moe_ep_size`` of ``moe_ep_size >
+        # 1``): a test whose text lacks one of them cannot be that condition
+        self._implied_names = [
+            re.findall(r"[A-Za-z_]\w*", condition)
+            for u in self.universes
+            for condition, _ in u.implied
         ]
 
     # -- walking --------------------------------------------------------------------------
@@ -197,13 +209,24 @@ class SiteFinder:
         for site in self._test_sites.get(id(test), ()):
             if site.polarity == "positive" and not site.has_other_terms and not site.helpers:
                 settled[site.universe] = settled.get(site.universe, frozenset()) | site.members
-        if any(u.implied for u in self.universes):
+        if self._may_be_implied(test):
             text = ast.unparse(test)
             for universe in self.universes:
                 implied = universe.implied_by(text)
                 if implied:
                     settled[universe.key] = settled.get(universe.key, frozenset()) | implied
         return settled
+
+    def _may_be_implied(self, test: ast.expr) -> bool:
+        """Whether ``test`` may be a condition a family implies: its text holds every name of
+        one (unparsing every exiting test to compare it costs a tenth of a large file's scan).
+        A test spelled with other than ASCII is unparsed (Python normalises its names)."""
+        if not self._implied_names:
+            return False
+        text = self.segment(test)
+        if not text.isascii():
+            return True
+        return any(all(name in text for name in names) for names in self._implied_names)
 
     def _visit_statement(
         self,
@@ -298,7 +321,9 @@ class SiteFinder:
                     if shape is not None:
                         self._add(shape, node, stmt, qualname, lens, func, guards, parent_if)
             children = [
-                c for c in ast.iter_child_nodes(node) if self._hot(c) or not hasattr(c, "lineno")
+                c
+                for c in ast.iter_child_nodes(node)
+                if not isinstance(c, OPERATORS) and (self._hot(c) or not hasattr(c, "lineno"))
             ]
             stack.extend((child, node) for child in reversed(children))
 

@@ -22,3 +22,16 @@ def terminal_name(node: ast.expr) -> str | None:
     if isinstance(node, ast.Attribute):
         return node.attr
     return None
+
+
+def source_text(node: ast.AST) -> str:
+    """``ast.unparse(node)``; a dotted name (``b``, ``self.backend``: most receivers and
+    operands) is joined directly, without building an unparser for it."""
+    names = []
+    inner = node
+    while isinstance(inner, ast.Attribute):
+        names.append(inner.attr)
+        inner = inner.value
+    if isinstance(inner, ast.Name):
+        return ".".join([inner.id, *reversed(names)])
+    return ast.unparse(node)

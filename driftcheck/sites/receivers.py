@@ -129,8 +129,18 @@ class ReceiverScope:
         return False
 
 
+# statements that hold no block (most of them: nothing to look for in them)
+SIMPLE_STATEMENTS = (
+    ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return, ast.Expr, ast.Pass, ast.Raise,
+    ast.Import, ast.ImportFrom, ast.Assert, ast.Delete, ast.Global, ast.Nonlocal, ast.Break,
+    ast.Continue,
+)  # fmt: skip
+
+
 def child_statements(stmt: ast.stmt) -> list[ast.stmt]:
     """The statements of ``stmt``'s own blocks (body, else, finally, handlers, cases)."""
+    if isinstance(stmt, SIMPLE_STATEMENTS):
+        return []
     children: list[ast.stmt] = []
     for name in ("body", "orelse", "finalbody"):
         children.extend(c for c in getattr(stmt, name, []) if isinstance(c, ast.stmt))
