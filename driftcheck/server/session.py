@@ -227,7 +227,7 @@ class Session:
                 if suppression is not None:
                     proposals.append(suppression)
         if asked(actions.FIX_ALL) and any(actions.fixable(f) for f in result.findings):
-            proposals.append(actions.fix_all(result, style))
+            proposals.append(actions.fix_all(result, style, self.settings.unsafe_fixes))
         return proposals
 
     def hover(self, judged: Judged, position: types.Position) -> str | None:
