@@ -196,7 +196,7 @@ def _bug(exc: Exception) -> str:
     return f"driftcheck bug while planning the fix ({type(exc).__name__}: {exc}); please report it"
 
 
-def _context(result: CheckResult, rel: str, source, key: str) -> FileContext:  # type: ignore[no-untyped-def]
+def _context(result: CheckResult, rel: str, source, key: str) -> FileContext:
     loaded = result.loaded_for(key)
     assert loaded is not None
     return FileContext(

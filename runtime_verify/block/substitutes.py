@@ -260,8 +260,9 @@ def _linear_group(ctx: RunContext, kwargs: dict[str, Any]) -> tuple[int, int, Gr
     """``(rank, size, group)`` a linear layer shards over: ``tp_rank``/``tp_size`` when given,
     else the group its ``parallel_group`` names (the TP group by default)."""
     if isinstance(kwargs.get("tp_size"), int):
-        size = kwargs["tp_size"]
-        rank = kwargs.get("tp_rank") if isinstance(kwargs.get("tp_rank"), int) else 0
+        size: int = kwargs["tp_size"]
+        given = kwargs.get("tp_rank")
+        rank = given if isinstance(given, int) else 0
         group = ctx.group("tp") if size > 1 else None
         return rank, size, group
     name = kwargs.get("parallel_group")
