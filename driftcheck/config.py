@@ -333,7 +333,7 @@ def default_config() -> Config:
     return config_from_table({}, "<default pack>")
 
 
-def config_from_table(section: dict[str, Any], label: str, source: str = "") -> Config:
+def config_from_table(section: dict[str, Any], label: str, source: str = "") -> Config:  # noqa: C901 - one branch per configuration key, each with its own type check
     """Validate one ``[tool.driftcheck]`` table into a :class:`Config`."""
     warnings: list[str] = []
     read = _Reader(label, source, warnings)

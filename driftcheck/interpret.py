@@ -239,7 +239,7 @@ class Interpreter:
         except Unproven:
             return False
 
-    def _eval(self, node: ast.expr, local: dict[str, object], *, in_enum: bool) -> object:
+    def _eval(self, node: ast.expr, local: dict[str, object], *, in_enum: bool) -> object:  # noqa: C901 - one branch per expression kind the interpreter evaluates
         if self.scope.free and self._text_of(node) in self.scope.free:
             return self._narrowing(node)
         if isinstance(node, ast.BoolOp):

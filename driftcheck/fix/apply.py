@@ -110,7 +110,7 @@ def _nesting(finding: Finding) -> int:
         return 0
 
 
-def _plan_file(
+def _plan_file(  # noqa: C901 - each way a plan can fail is caught where it happens, so one bad site never stops the file
     result: CheckResult, rel: str, findings: list[Finding], style: str, unsafe: bool
 ) -> list[tuple[int, Fix | None, str | None]]:
     scan = result.scans.get(rel)
