@@ -59,7 +59,7 @@ def _rows(run: str, world: int, report: dict[str, Any]) -> list[str]:
             f"| {run} | {world} | {sites} | `{unit['block']}` | {deciding['configuration']['name']} "
             f"| {arms['reference']} / {arms['test']} / {arms['control'] or '-'} "
             f"| {before.get('rel_l2', float('nan')):.3g} ({before.get('top5_token_agreement')}) "
-            f"| {control.get('rel_l2', float('nan')):.2e} "
+            f"| {_number(control.get('rel_l2'))} "
             f"| {after.get('rel_l2', float('nan')):.2e} ({after.get('top5_token_agreement')}) "
             f"| {deciding['criterion']['noise']:.2e} | **{unit['verdict']}** |"
         )
@@ -127,6 +127,11 @@ def render() -> str:
             out.append(f"- {run}, W={world}, `{site['symbol']}` :{site['line']}: {site['reason']}")
     out += ["", "## Commands", "", "```", SETUP, "", commands, "```", ""]
     return "\n".join(out)
+
+
+def _number(value: float | None) -> str:
+    """A relative L2 as the table gives it (``-``: not measured, as with no control arm)."""
+    return "-" if value is None else f"{value:.2e}"
 
 
 def main() -> None:
