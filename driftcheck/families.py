@@ -90,3 +90,75 @@ def named_by(site: Site, family: Family) -> bool:
     ]
     text = f"{site.role.name} {site.role.comment}".lower().replace("_", " ").replace("-", " ")
     return bool(words) and all(w in text for w in words)
+
+
+PREDICATE_PREFIXES = ("is_", "use_", "uses_", "has_", "supports_")
+
+
+def _phrase(text: str) -> str:
+    """``text`` lower-cased, ``-`` and ``_`` read as spaces, runs of space as one."""
+    return " ".join(text.lower().replace("-", " ").replace("_", " ").split())
+
+
+def _prose(text: str) -> str:
+    """``text`` as space-separated words (punctuation dropped), padded so that a phrase is
+    found as whole words by ``f" {phrase} " in``."""
+    return f" {_phrase(''.join(c if c.isalnum() or c in '-_' else ' ' for c in text))} "
+
+
+def _member_phrases(universe: Universe, member: str | None = None) -> set[str]:
+    """How prose names the members (``member`` alone when given): value and attribute."""
+    return {
+        _phrase(name)
+        for m in universe.members
+        if member is None or m.value == member
+        for name in (m.value, m.attr)
+    }
+
+
+def family_phrases(family: Family, universe: Universe) -> tuple[str, ...]:
+    """The phrases that name ``family`` in prose: its label (``CUDA-alike``) and its
+    canonical's name without a predicate prefix (``is_cuda_alike`` -> ``cuda alike``,
+    ``use_batched_activation_format`` -> ``batched activation format``), read as words with
+    case, ``-``, ``_`` and spaces alike. A phrase that is also a member's name (a label
+    ``CUDA`` names is_cuda's member, not the family) or a single word shorter than four
+    letters names nothing."""
+    name = family.name
+    for prefix in PREDICATE_PREFIXES:
+        if name.startswith(prefix):
+            name = name[len(prefix) :]
+            break
+    members = _member_phrases(universe)
+    found: list[str] = []
+    for candidate in (family.label, name):
+        phrase = _phrase(candidate)
+        if not phrase or phrase in members or phrase in found:
+            continue
+        if " " not in phrase and len(phrase) < 4:
+            continue
+        found.append(phrase)
+    return tuple(found)
+
+
+def names_family(text: str, family: Family, universe: Universe) -> bool:
+    """Whether ``text`` (a raise's message, a warning) names ``family`` by one of its
+    :func:`family_phrases`, as whole words. A phrase inside a member's name names that member
+    ("MoRI" in "MoRI low-latency" is ``mori_low_latency``), so members' names are read first.
+    A family inferred from copies has no name a text could use."""
+    if not text or family.inferred:
+        return False
+    prose = _prose(text)
+    phrases = family_phrases(family, universe)
+    for member in sorted(_member_phrases(universe), key=len, reverse=True):
+        if any(f" {p} " in f" {member} " for p in phrases):
+            prose = prose.replace(f" {member} ", " ")
+    return any(f" {p} " in prose for p in phrases)
+
+
+def member_named(text: str, member: str, family: Family, universe: Universe) -> bool:
+    """Whether ``text`` names ``member`` by its value or attribute, as whole words, outside
+    the phrases that name ``family`` ("CUDA" in "CUDA-alike" is the family, not ``cuda``)."""
+    prose = _prose(text)
+    for phrase in family_phrases(family, universe):
+        prose = prose.replace(f" {phrase} ", " ")
+    return any(f" {p} " in prose for p in _member_phrases(universe, member))

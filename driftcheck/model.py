@@ -265,8 +265,11 @@ class Reach:
     value reaches it: ``guards`` (a statement of a branch it chooses), ``selects`` (an arm of
     a conditional expression it tests), ``feeds``, ``stores``, ``computes`` (the call whose
     result a branch it chooses stores: part of what the branch sets, not an effect of its
-    own), or ``inside`` (a call made inside a function of the module such a branch calls, one
-    level deep: recorded only when it is one of the pack's role operations).
+    own), ``inside`` (a call made inside a function of the module such a branch calls, one
+    level deep: recorded only when it is one of the pack's role operations),
+    or ``binds`` (a local name a branch it chooses assigns: ``activation_format =
+    BatchedExperts``; a file's local vocabulary is shared by its package, not by the tree, so
+    it is compared only there: :attr:`Role.package_keys`).
     ``operation`` names the pack's role operation the key is (``tp-reduce``...), if any;
     ``via`` holds the lines of the steps from the site to here; ``scope`` the qualified name
     of the function or class the reached code sits in.
@@ -304,18 +307,39 @@ class Role:
     ``name`` is what the value is called where it is used (the assigned attribute, the
     function returning it, the function and operation an ``if`` guards): sites of different
     files with the same name play the same role. ``reaches`` is the evidence, each with its
-    location; ``comment`` the comment or docstring that says what the value is for.
+    location; ``comment`` the comment or docstring that says what the value is for;
+    ``refusal`` the message of the raise, logged warning or returned reason of the branch an
+    ``if`` whose whole test is the value takes, and ``refusal_when`` the value it takes it on
+    (``if not p.is_cuda(): raise ...``: ``False``).
     """
 
     name: str = ""
     reaches: tuple[Reach, ...] = ()
     comment: str = ""
+    refusal: str = ""
+    refusal_when: bool = True
 
     @property
     def keys(self) -> tuple[str, ...]:
         """What the value controls directly, comparable across files: the keys of its reaches,
         those found inside a called function excepted."""
-        return tuple(sorted({r.key for r in self.reaches if r.how != "inside"}))
+        return tuple(sorted({r.key for r in self.reaches if r.how not in ("inside", "binds")}))
+
+    @property
+    def package_keys(self) -> tuple[str, ...]:
+        """What the value controls, compared between the files of one package: ``call:<name>``
+        as in :attr:`keys`, and ``name:<name>`` for a name the value is given — an attribute or
+        local name it is assigned to or a branch it chooses assigns, a keyword it feeds
+        (``activation_format = BatchedExperts if ... else Standard`` and
+        ``make(activation_format=...)`` compute the same thing). Validation (``raise``,
+        ``call:assert``) decides nothing a family decides and is left out."""
+        found: set[str] = set()
+        for reach in self.reaches:
+            kind, _, name = reach.key.partition(":")
+            if reach.how == "inside" or reach.key in ("raise", "call:assert"):
+                continue
+            found.add(f"name:{name}" if kind in ("kw", "set") else reach.key)
+        return tuple(sorted(found))
 
     @property
     def operations(self) -> tuple[Reach, ...]:
@@ -326,7 +350,7 @@ class Role:
     def only_sets(self) -> tuple[str, ...]:
         """The names the value is stored in or a branch sets, when setting them is all it
         does (a call computing what a branch stores is part of setting it); ``()`` otherwise."""
-        direct = [r for r in self.reaches if r.how != "inside"]
+        direct = [r for r in self.reaches if r.how not in ("inside", "binds")]
         names = tuple(dict.fromkeys(r.key[4:] for r in direct if r.key.startswith("set:")))
         if names and all(r.key.startswith("set:") or r.how == "computes" for r in direct):
             return names
@@ -338,6 +362,8 @@ class Role:
             "name": self.name,
             "reaches": [r.to_dict() for r in self.reaches],
             "comment": self.comment,
+            "refusal": self.refusal,
+            "refusal_when": self.refusal_when,
         }
 
     @staticmethod
@@ -347,6 +373,8 @@ class Role:
             name=data.get("name", ""),
             reaches=tuple(Reach.from_dict(r) for r in data.get("reaches", ())),
             comment=data.get("comment", ""),
+            refusal=data.get("refusal", ""),
+            refusal_when=data.get("refusal_when", True),
         )
 
 

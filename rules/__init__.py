@@ -12,6 +12,7 @@ from .dc005_redundant_member import RedundantMember
 from .dc010_allowlist_drift import AllowlistDrift
 from .dc011_dispatch_drift import DispatchDrift
 from .dc020_role_consensus import RoleConsensus
+from .dc021_named_refusal import NamedRefusal
 
 CATALOGUE: dict[str, type[Rule]] = {
     rule.code: rule
@@ -24,6 +25,7 @@ CATALOGUE: dict[str, type[Rule]] = {
         AllowlistDrift,
         DispatchDrift,
         RoleConsensus,
+        NamedRefusal,
     )
 }
 

@@ -12,6 +12,8 @@ Every addition makes the predicate true for one more backend. It is **safe** whe
   names such as ``forward`` play no role) and accepts the member where it is live (the
   helper's members count for a site that calls it; a member latent in that site's file
   does not). One such site is enough: the role already runs with the member somewhere.
+  A rule whose evidence is same-role sites of its own reading adds them (DC020's package
+  siblings: files of the site's directory that compute the same value with the family).
 
 Otherwise the member is **held back**: adding it changes what a live backend runs in a role
 no other site runs it in. ``--fix`` adds safe members only; ``--unsafe-fixes`` adds the held-back
@@ -49,7 +51,9 @@ when:
   attribute it sets, the function returning it, the function and operation an `if` guards;
   generic names such as `forward` play no role) used the same way (returned, or stored and
   tested), which accepts the member where it is live (a site calling the helper accepts the
-  helper's members; a member latent in that site's file does not count).
+  helper's members; a member latent in that site's file does not count). DC020's package
+  siblings count too: files of the site's own directory that compute the same value (or
+  guard the same call) with the helper or the whole family.
 
 Any other member is **held back** ("{HELD_BACK}"): it is live, and no other
 site of the role runs with it. `--fix` (and the `driftcheck-fix` pre-commit hook) adds the safe members only;
@@ -89,16 +93,20 @@ class SameRoleSites:
 
     def __init__(self, run: RunIndex, latent: Mapping[str, Mapping[str, str]]) -> None:
         self.by_role: dict[str, list[RoleSite]] = {}
-        for path, scan in sorted(run.scans.items()):
-            gated = set(latent.get(path, {}))
-            for site in scan.sites:
-                key = role_key(site)
-                if key is None:
-                    continue
-                members = covered_members(site, run.universe_of(site)) - gated
-                self.by_role.setdefault(key, []).append(
-                    RoleSite(path, site.span.line, site.symbol, site.universe, members)
-                )
+        self.run = run
+        self.latent = latent
+        for site in (site for _, scan in sorted(run.scans.items()) for site in scan.sites):
+            key = role_key(site)
+            if key is not None:
+                self.by_role.setdefault(key, []).append(self.as_evidence(site))
+
+    def as_evidence(self, site: Site) -> RoleSite:
+        """``site`` as same-role evidence: the members it accepts where they are live (a rule
+        whose evidence names same-role sites of its own, DC020's package siblings, adds them
+        to :func:`assess` through this)."""
+        gated = set(self.latent.get(site.path, {}))
+        members = covered_members(site, self.run.universe_of(site)) - gated
+        return RoleSite(site.path, site.span.line, site.symbol, site.universe, members)
 
     def of(self, site: Site) -> tuple[RoleSite, ...]:
         """The other sites playing ``site``'s role, in path order."""
@@ -112,9 +120,20 @@ class SameRoleSites:
         )
 
 
-def assess(site: Site, missing: tuple[str, ...], judgement: Judgement) -> tuple[Applicability, ...]:
-    """Each of ``missing``'s applicability, with the evidence it rests on."""
+def assess(
+    site: Site,
+    missing: tuple[str, ...],
+    judgement: Judgement,
+    also: tuple[Site, ...] = (),
+) -> tuple[Applicability, ...]:
+    """Each of ``missing``'s applicability, with the evidence it rests on; ``also`` are more
+    sites playing ``site``'s role, by the rule's own evidence (sibling files of its package
+    that compute the same value)."""
     same_role = judgement.same_role.of(site) if judgement.same_role is not None else ()
+    if also and judgement.same_role is not None:
+        seen = {(s.path, s.line) for s in same_role}
+        extra = [judgement.same_role.as_evidence(s) for s in also]
+        same_role = (*same_role, *(s for s in extra if (s.path, s.line) not in seen))
     verdicts: list[Applicability] = []
     for member in missing:
         if member in judgement.latent:

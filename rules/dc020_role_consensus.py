@@ -10,10 +10,11 @@ list elsewhere in the same file that has such evidence.
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from driftcheck.families import covered_members, enumerates, named_by
+from driftcheck.families import covered_members, enumerates, named_by, names_family
 from driftcheck.model import Family, Finding, Related, Site, Universe
 
 from .applicability import FIX_SAFETY, assess, marked
@@ -29,6 +30,7 @@ from .base import (
     subject,
     unread_note,
 )
+from .dc021_named_refusal import judged as refusal_judged
 
 if TYPE_CHECKING:
     from driftcheck.fix.plan import FileContext, Rewrite, SiteJob
@@ -271,6 +273,10 @@ the import is added where missing. The fix states the backends it flips.
         # call the family's helper or enumerate it and control that key
         self.users: dict[tuple[str, str, str], set[tuple[str, int, bool]]] = {}
         self.by_path: dict[str, list[Site]] = {}
+        # (universe, family, directory, package key) -> the sites of that directory that use
+        # the whole family for it, and the files whose sites test part of the family for it
+        self.package_users: dict[tuple[str, str, str, str], list[Site]] = {}
+        self.package_partial: dict[tuple[str, str, str, str], set[str]] = {}
         self.run: RunIndex | None = None
 
     def prepare(self, run: RunIndex) -> None:
@@ -282,10 +288,13 @@ the import is added where missing. The fix states the backends it flips.
         self.siblings = {}
         self.users = {}
         self.by_path = {}
+        self.package_users = {}
+        self.package_partial = {}
         self.run = run
         for path, scan in sorted(run.scans.items()):
             self.by_path[path] = list(scan.sites)
             self._index_users(run, path, scan.sites)
+            self._index_package(run, path, scan.sites)
             if not scan.entry_classes:
                 continue
             for site in scan.sites:
@@ -323,6 +332,75 @@ the import is added where missing. The fix states the backends it flips.
                         self.users.setdefault((universe.key, family.name, key), set()).add(
                             (path, site.span.line, calls)
                         )
+
+    def _index_package(self, run: RunIndex, path: str, sites: list[Site]) -> None:
+        """Record, per family, directory and package key (:attr:`Role.package_keys`), the
+        sites that use the whole family (call its helper or list exactly its members) and
+        the files whose sites test part of it."""
+        directory = posixpath.dirname(path)
+        for site in sites:
+            keys = site.role.package_keys
+            if not keys:
+                continue
+            universe = run.universe_of(site)
+            covered = covered_members(site, universe)
+            for family in universe.families:
+                shared = covered & family.member_set
+                if not shared:
+                    continue
+                for key in keys:
+                    where = (universe.key, family.name, directory, key)
+                    if covered == family.member_set and site.kind == "property":
+                        self.package_users.setdefault(where, []).append(site)
+                    elif shared != family.member_set:
+                        self.package_partial.setdefault(where, set()).add(path)
+
+    def package_evidence(self, site: Site, family: Family, universe: Universe) -> Evidence | None:
+        """Sibling files of ``site``'s own directory (its package) that use the whole family
+        in the same role: they give its value the same name (an attribute or local set, a
+        keyword fed) or guard the same call with the helper or the family's full list, in
+        at least :data:`PACKAGE_QUORUM` files, and more files than those of the directory that
+        test part of the family in that role (a package whose files each test their own
+        member is a per-backend package, not a drifted copy). Judges a single check against
+        a family of any size: two files of one package computing the same thing with the
+        family are what the site copies."""
+        if site.form != "single":
+            return None
+        directory = posixpath.dirname(site.path)
+        best: tuple[int, str, list[Site]] | None = None
+        for key in site.role.package_keys:
+            where = (universe.key, family.name, directory, key)
+            users = [u for u in self.package_users.get(where, ()) if u.path != site.path]
+            files = {u.path for u in users}
+            partial = self.package_partial.get(where, set()) - {site.path}
+            if len(files) < PACKAGE_QUORUM or len(files) <= len(partial):
+                continue
+            if best is None or (len(files), key) > (best[0], best[1]):
+                best = (len(files), key, users)
+        if best is None:
+            return None
+        files, key, users = best
+        first = min(users, key=lambda u: (u.path, u.span.line))
+        others = (
+            f" and {files - 1} more sibling file{'s' if files > 2 else ''}" if files > 1 else ""
+        )
+        helper = sum(family.name in u.helpers for u in users)
+        how = (
+            f"with {family.call_text()}"
+            if helper == len(users)
+            else f"with {family.call_text()} or all {len(family.members)} {noun(family, universe)}"
+        )
+        text = (
+            f"its sibling {_site_where(first)}{others} in {directory}/ "
+            f"{_describe_package(key)} {how}"
+        )
+        places = tuple(
+            Related(
+                u.path, u.span.line, u.span.col, f"a sibling site that {_describe_package(key)}"
+            )
+            for u in sorted(users, key=lambda u: (u.path, u.span.line))
+        )
+        return Evidence(text, helper * 2 > len(users), places, tuple(users))
 
     def use_evidence(self, site: Site, family: Family, universe: Universe) -> Evidence | None:
         """The operations ``site`` controls that the family's users agree on, described, and
@@ -387,11 +465,12 @@ the import is added where missing. The fix states the backends it flips.
     def evidence(
         self, site: Site, family: Family, universe: Universe, min_overlap: int
     ) -> Evidence | None:
-        """Why ``site`` should cover ``family`` (sibling, use, copy, in that order)."""
+        """Why ``site`` should cover ``family`` (sibling, use, copy, package, in that order)."""
         return (
             _sibling_evidence(family, universe, self.siblings_of(site), min_overlap)
             or self.use_evidence(site, family, universe)
             or self.copy_evidence(site, family, universe)
+            or self.package_evidence(site, family, universe)
         )
 
     def siblings_of(self, site: Site) -> tuple[Sibling, ...]:
@@ -418,6 +497,8 @@ the import is added where missing. The fix states the backends it flips.
                 continue  # DC001/DC003 already judge this site against the family
             if _covers_a_smaller_family(site, family, universe):
                 continue
+            if refusal_judged(site) and names_family(site.role.refusal, family, universe):
+                continue  # its refusal's text says what it is: DC021 judges it
             present, missing, extra = drift(site, family, universe)
             missing = tuple(m for m in missing if m not in judgement.allowed_missing)
             if not missing or not set(present) & family.member_set:
@@ -428,7 +509,7 @@ the import is added where missing. The fix states the backends it flips.
             if found is None:
                 continue
             evidence = found.text + _comment_evidence(site, family)
-            verdicts = assess(site, missing, judgement)
+            verdicts = assess(site, missing, judgement, found.same_role)
             finding = site_finding(
                 self,
                 site,
@@ -462,11 +543,14 @@ the import is added where missing. The fix states the backends it flips.
 @dataclass(frozen=True)
 class Evidence:
     """Why a site should cover a family: the text the message quotes, whether the evidence
-    calls the helper (then the fix does too), and the places it rests on."""
+    calls the helper (then the fix does too), the places it rests on, and those of its sites
+    that play the site's role by the evidence's own reading (for the fix's applicability)."""
 
     text: str
     calls_helper: bool
     places: tuple[Related, ...]
+    # the evidence's sites that play the site's role (package siblings): fix applicability
+    same_role: tuple[Site, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -502,6 +586,19 @@ def _where(sibling: Sibling) -> str:
 WEAK_KEYS = {"call:assert", "raise"}  # validation guards nothing a family decides
 USE_QUORUM = 2  # files whose sites call the helper or enumerate the family for the same use
 STRONG_QUORUM = 3  # with a key this many files share, keys fewer files share are not evidence
+
+
+PACKAGE_QUORUM = 2  # sibling files of one directory using the whole family in the same role
+
+
+def _describe_package(key: str) -> str:
+    """``name:activation_format`` -> ``compute activation_format``; ``call:x`` -> ``guard x``."""
+    kind, _, name = key.partition(":")
+    return ("compute " if kind == "name" else "guard ") + name
+
+
+def _site_where(site: Site) -> str:
+    return f"{site.path.rsplit('/', 1)[-1]}:{site.span.line} ({site.symbol})"
 
 
 def _describe(key: str) -> str:

@@ -17,7 +17,9 @@ underscores dropped):
 - ``kw:<name>``: a keyword the value feeds, directly or through a conditional expression
   (``reduce_results``), and the keywords of the calls such a branch makes
   (``dict(tp_rank=0, tp_size=1)``: ``kw:tp_size``);
-- ``set:<name>``: the name or attribute the value is assigned to; the same keys are then
+- ``set:<name>``: the name or attribute the value is assigned to (a local name a branch it
+  chooses assigns is ``how="binds"``: comparable only between the files of one package, so
+  outside :attr:`~driftcheck.model.Role.keys`); the same keys are then
   collected for each place the class (``self.x``) or the function (a local) reads it, and
   for each call of a function that returns the value — three steps deep.
 
@@ -29,7 +31,10 @@ made inside it are recorded (``how="inside"``: ``self._reduce_shared(x)`` makes
 called ``all_gather_into_logging_buffer`` is an operation only if the pack says so.
 
 Also the *comment* that states what the value is for: the comment lines just above the
-statement and those on its lines, and the enclosing function's docstring.
+statement and those on its lines, and the enclosing function's docstring; and the *refusal*:
+the message of the ``raise``, the logged warning or the returned reason of the branch an
+``if`` whose whole test is the value takes (``if p.is_cpu() or p.is_xpu(): raise
+ValueError("... requires a CUDA-alike platform")``), and on which of its values.
 """
 
 from __future__ import annotations
@@ -104,6 +109,14 @@ def _effects(body: list[ast.stmt], scope: str) -> list[Reach]:
                 if isinstance(t, ast.Attribute) and (n := _key(t.attr))
             ]
             found.extend(sets)
+            # a local name says what the branch computes only to the files of its own package,
+            # which share their vocabulary (``activation_format = BatchedExperts``): recorded
+            # as ``binds``, outside :attr:`Role.keys`
+            found.extend(
+                Reach(f"set:{n}", stmt.lineno, "binds", scope)
+                for t in targets
+                if isinstance(t, ast.Name) and (n := _key(t.id))
+            )
             value = stmt.value
             if sets:
                 how = "computes"
@@ -128,6 +141,61 @@ def _calls(nodes: list[ast.AST], scope: str, how: str = "selects") -> list[Reach
             found.extend(_call_reaches(node, how, scope))
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
     return found
+
+
+# the calls that log a message (a fallback says why it falls back with one of them)
+LOG_CALLS = {
+    "warning", "warn", "warning_once", "info", "info_once", "debug", "error", "critical",
+    "exception", "print_warning_once",
+}  # fmt: skip
+
+
+def _strings(node: ast.AST) -> list[str]:
+    """The text of the string literals in ``node`` (an f-string's literal parts included)."""
+    return [
+        n.value
+        for n in ast.walk(node)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.strip()
+    ]
+
+
+def _refusal_text(body: list[ast.stmt]) -> str:
+    """What a branch says when it refuses or falls back: the message of the ``raise`` it makes,
+    of the warning it logs, or the reason it returns (``return False, "needs ..."``), among
+    its first three statements; ``""`` when it does none of these."""
+    found: list[str] = []
+    for stmt in body[:3]:
+        if isinstance(stmt, ast.Raise) and stmt.exc is not None:
+            found.extend(_strings(stmt.exc))
+        elif (
+            isinstance(stmt, ast.Expr)
+            and isinstance(stmt.value, ast.Call)
+            and terminal_name(stmt.value.func) in LOG_CALLS
+        ) or (isinstance(stmt, ast.Return) and stmt.value is not None):
+            found.extend(_strings(stmt.value))  # type: ignore[arg-type]
+    return " ".join(" ".join(found).split())[:400]
+
+
+def _refusal(node: ast.AST, stmt: ast.stmt, parents: dict[int, ast.AST]) -> tuple[str, bool]:
+    """The text of the refusal or fallback an ``if`` whose whole test is ``node`` (under any
+    ``not``) runs, and whether it runs when ``node`` is true: ``if not p.is_cuda(): raise
+    ValueError("needs a CUDA-alike platform")`` gives ``("needs a CUDA-alike platform",
+    False)``. ``("", True)`` when ``node`` is not such a test or neither branch refuses."""
+    when = True
+    child, parent = node, parents.get(id(node))
+    while parent is not None and parent is not stmt:
+        if not (isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)):
+            return "", True
+        when = not when
+        child, parent = parent, parents.get(id(parent))
+    if not isinstance(stmt, ast.If) or stmt.test is not child:
+        return "", True
+    text = _refusal_text(stmt.body)
+    if text:
+        return text, when
+    is_elif = len(stmt.orelse) == 1 and isinstance(stmt.orelse[0], ast.If)
+    text = "" if is_elif else _refusal_text(stmt.orelse)
+    return (text, not when) if text else ("", True)
 
 
 def _calls_within(body: list[ast.stmt]) -> Iterator[ast.Call]:
@@ -282,10 +350,17 @@ class Controls:
                 seen.add(mark)
                 if reach.via and reach.via[-1] == reach.line:  # the step is the reach itself
                     reach = replace(reach, via=reach.via[:-1])
-                reaches.append(self._marked(reach))
+                reaches.append(reach if reach.how == "binds" else self._marked(reach))
         if self.operations:
             reaches.extend(self._operations_inside(reaches, seen))
-        return Role(name=name, reaches=tuple(reaches), comment=self.comment(stmt, func))
+        refusal, when = _refusal(node, stmt, parents)
+        return Role(
+            name=name,
+            reaches=tuple(reaches),
+            comment=self.comment(stmt, func),
+            refusal=refusal,
+            refusal_when=when,
+        )
 
     def _marked(self, reach: Reach) -> Reach:
         operation = self.operations.get(reach.key, "")
