@@ -2,7 +2,9 @@
 
 The evidence, in order, each stated in the message: a sibling model file's site with the
 same role name (attribute, function, guarded operation) that calls the helper or enumerates
-the family; the sites across the whole tree that control the same operations (the calls its
+the family; for a single check, sibling files of its own package that use the whole family
+in the same role (:attr:`~driftcheck.model.Role.package_keys`), for a family of any size;
+the sites across the whole tree that control the same operations (the calls its
 value guards, the keywords it feeds, what it is assigned to and where that is read:
 :mod:`driftcheck.sites.controls`) and call the helper or enumerate the family; an identical
 list elsewhere in the same file that has such evidence.
@@ -47,6 +49,22 @@ HELPER_BLOCK = (
 HELPER_USER = "from sglang.srt.layers.moe.utils import is_deepep_class_backend\n\n\n" + HELPER_BLOCK
 
 
+# files of the config_like fixture's package that compute the activation layout with the
+# helper, with one member, or answer a capability with it (the package examples' siblings)
+PACKED_LAYOUT_USER = (
+    "from meshcfg.parallel import LayerConfig\n\n\n"
+    "def pick(layer: LayerConfig) -> str:\n"
+    '    activation_layout = "packed" if layer.mesh.uses_packed_layout else "flat"\n'
+    "    return activation_layout\n"
+)
+RELAY_LAYOUT_USER = PACKED_LAYOUT_USER.replace("uses_packed_layout", "use_relay")
+PACKED_CAPABILITY = (
+    "from meshcfg.parallel import LayerConfig\n\n\n"
+    "def supports_device(layer: LayerConfig) -> bool:\n"
+    "    return layer.mesh.uses_packed_layout\n"
+)
+
+
 class RoleConsensus(Rule):
     """Model files copy each other; a fix lands in one copy and not the others."""
 
@@ -64,6 +82,18 @@ canonical family than the code around the tree says it should — a single check
 - a *sibling*: a site in another model file playing the same role (the same assigned
   attribute such as `_enable_a2a_moe`, the same function, the same guarded operation such as
   `forward` choosing `forward_normal`) calls the helper or enumerates the family;
+- its *package* (a single check only, against a family of **any size**, two members
+  included): sibling files of its own directory — any files, not only model files — use the
+  whole family (call the helper, or list exactly its members) **in the same role**: they give
+  the value the same name (the attribute or local variable it is assigned to, or a branch it
+  chooses assigns, or the keyword it feeds: `activation_format = Batched if
+  cfg.use_batched_activation_format else Standard` and `make(activation_format=...)` compute
+  the same thing) or guard the same call. It needs at least 2 such files besides its own, and more of them
+  than the directory's files that test part of the family in that role (a package whose
+  files each test their own member is a per-backend package, not a drifted copy). A value
+  that is only returned, validated (`raise`, `assert`) or tested as a capability
+  (`_supports_current_device` returning `p.is_cuda()`) has no such role, so kernel gates stay
+  silent;
 - its *use*: sites in at least three files that control the same operations — the calls
   the value's branches make (`forward_deepep`), the keywords it feeds (`tp_size` of a shared
   expert), the attributes they set, what it is assigned to and where that is read — call the
@@ -73,11 +103,19 @@ canonical family than the code around the tree says it should — a single check
 
 The site's comment is quoted when it names the family.
 
+A single check whose refusal's text names the family (`if not p.is_cuda(): raise
+ValueError("... CUDA-alike ...")`) is DC021's.
+
 ## Why it matters
 SGLang model files are copied from each other (GLM-4 MoE lite from GLM-4 MoE, Step3p5 from
 GLM-4); a drift fix lands in one copy and not the others. A third of historical fixes were in
 single-backend checks (`if b.is_deepep():` where the family was meant), which no list-based
-rule can see: the sibling is the evidence.
+rule can see: the sibling is the evidence. A family of two members drifts the same way: vLLM's
+MoE oracles each pick the batched activation format with
+`use_batched_activation_format` (deepep_low_latency or nixl_ep); a new oracle that tests
+`use_deepep_ll_kernels` alone runs nixl_ep with the wrong format. No list of the family exists
+to compare with, and a lone `is_cuda()` is as often a choice between the two; the package's
+files computing the same value with the helper are what it copies.
 
 ## Fix
 `--fix` does what the sibling does, whatever `--fix-style` says: the site's family member
@@ -234,9 +272,10 @@ the import is added where missing. The fix states the backends it flips.
             "        return self.forward_normal(x)\n",
             missing=("deepep_v2", "mooncake", "mori", "pplx"),
             expected_fix=HELPER_BLOCK,
-            note="its use: sites in three other files choose forward_deepep with the helper "
-            "(no model files: the evidence is what the value controls, not a role name)",
-            siblings={f"user_{name}.py": HELPER_USER for name in ("one", "two", "three")},
+            note="its use: sites in three files of another package choose forward_deepep with "
+            "the helper (no model files: the evidence is what the value controls, not a role "
+            "name)",
+            siblings={f"../layers/user_{name}.py": HELPER_USER for name in ("one", "two", "three")},
         ),
         Example(
             "class Layer:\n"
@@ -264,6 +303,51 @@ the import is added where missing. The fix states the backends it flips.
                 "        )\n"
                 for name in ("one", "two", "three")
             },
+        ),
+    ]
+
+    VALID += [
+        Example(
+            "def layout_of(layer: LayerConfig) -> str:\n"
+            "    if layer.mesh.use_mesh_ll:\n"
+            '        activation_layout = "packed"\n'
+            "    else:\n"
+            '        activation_layout = "flat"\n'
+            "    return activation_layout\n",
+            note="a per-transport package: as many sibling files compute the value from one "
+            "member as from the family",
+            siblings={
+                **{f"layout_{name}.py": PACKED_LAYOUT_USER for name in ("one", "two")},
+                **{f"relay_{name}.py": RELAY_LAYOUT_USER for name in ("one", "two")},
+            },
+            fixture="config_like",
+        ),
+        Example(
+            "def supports_device(layer: LayerConfig) -> bool:\n    return layer.mesh.use_mesh_ll\n",
+            note="a capability answer: returned, it controls nothing its siblings control",
+            siblings={f"caps_{name}.py": PACKED_CAPABILITY for name in ("one", "two")},
+            fixture="config_like",
+        ),
+    ]
+    INVALID += [
+        Example(
+            "def layout_of(layer: LayerConfig) -> str:\n"
+            "    if layer.mesh.use_mesh_ll:\n"
+            '        activation_layout = "packed"\n'
+            "    else:\n"
+            '        activation_layout = "flat"\n'
+            "    return activation_layout\n",
+            missing=("relay", "relay_v2"),
+            expected_fix="def layout_of(layer: LayerConfig) -> str:\n"
+            "    if layer.mesh.uses_packed_layout:\n"
+            '        activation_layout = "packed"\n'
+            "    else:\n"
+            '        activation_layout = "flat"\n'
+            "    return activation_layout\n",
+            note="its package: two sibling files of its directory compute activation_layout "
+            "with the helper (a local name a branch binds: compared within the package only)",
+            siblings={f"layout_{name}.py": PACKED_LAYOUT_USER for name in ("one", "two")},
+            fixture="config_like",
         ),
     ]
 
@@ -396,7 +480,10 @@ the import is added where missing. The fix states the backends it flips.
         )
         places = tuple(
             Related(
-                u.path, u.span.line, u.span.col, f"a sibling site that {_describe_package(key)}"
+                u.path,
+                u.span.line,
+                u.span.col,
+                f"a sibling site that {_describe_package(key, one=True)}",
             )
             for u in sorted(users, key=lambda u: (u.path, u.span.line))
         )
@@ -465,12 +552,12 @@ the import is added where missing. The fix states the backends it flips.
     def evidence(
         self, site: Site, family: Family, universe: Universe, min_overlap: int
     ) -> Evidence | None:
-        """Why ``site`` should cover ``family`` (sibling, use, copy, package, in that order)."""
+        """Why ``site`` should cover ``family`` (sibling, package, use, copy, in that order)."""
         return (
             _sibling_evidence(family, universe, self.siblings_of(site), min_overlap)
+            or self.package_evidence(site, family, universe)
             or self.use_evidence(site, family, universe)
             or self.copy_evidence(site, family, universe)
-            or self.package_evidence(site, family, universe)
         )
 
     def siblings_of(self, site: Site) -> tuple[Sibling, ...]:
@@ -591,10 +678,12 @@ STRONG_QUORUM = 3  # with a key this many files share, keys fewer files share ar
 PACKAGE_QUORUM = 2  # sibling files of one directory using the whole family in the same role
 
 
-def _describe_package(key: str) -> str:
-    """``name:activation_format`` -> ``compute activation_format``; ``call:x`` -> ``guard x``."""
+def _describe_package(key: str, one: bool = False) -> str:
+    """``name:activation_format`` -> ``compute activation_format``; ``call:x`` -> ``guard x``
+    (``computes``, ``guards`` for ``one`` site)."""
     kind, _, name = key.partition(":")
-    return ("compute " if kind == "name" else "guard ") + name
+    verb = "compute" if kind == "name" else "guard"
+    return f"{verb}{'s' if one else ''} {name}"
 
 
 def _site_where(site: Site) -> str:
