@@ -1,0 +1,280 @@
+"""Single checks judged by role, for a family of any size (issue 21).
+
+A single check — one member's predicate or property, or a string compare of the setting with
+one member — is reported (DC020, an error) when sibling files of its own package use the
+whole family in the same role: they compute the same value (an attribute or local it is
+assigned to, a keyword it feeds) or guard the same call with the canonical. A check in front
+of a raise or fallback whose text names the family is judged as the family or its negation
+(DC021). The plants are written here, into a copy of vLLM 0.33.0 fetched at test time and
+into a copy of the SGLang-shaped fixture; nothing of vLLM is committed.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from driftcheck.engine import CheckResult, check
+from driftcheck.model import Finding
+
+REPO = Path(__file__).resolve().parent.parent
+VLLM_CONFIG = REPO / "tests" / "corpus_configs" / "vllm-0.33.0.toml"
+ORACLE = "vllm/model_executor/layers/fused_moe/oracle"
+ROUTER = "vllm/model_executor/layers/fused_moe/router"
+# the oracle files that pick the activation format with use_batched_activation_format
+ORACLE_SIBLINGS = {
+    f"{ORACLE}/{name}.py"
+    for name in (
+        "fp8",
+        "int8",
+        "int_wna16",
+        "mxfp4",
+        "mxfp8",
+        "nvfp4",
+        "unquantized",
+        "w4a8",
+        "w4a8_int8",
+    )
+}
+
+
+def run_on_vllm(tree: Path) -> CheckResult:
+    """driftcheck on a vLLM tree as its maintainers configure it (the one place that says
+    how: a zero-config run needs only this line changed)."""
+    return check([tree / "vllm"], cwd=tree, config_path=VLLM_CONFIG, use_cache=False)
+
+
+@pytest.fixture(scope="module")
+def vllm_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A writable copy of vLLM 0.33.0 (fetched, sha256-pinned, into the corpus cache)."""
+    from driftcheck.corpus import fetch_release
+
+    target = tmp_path_factory.mktemp("vllm") / "vllm-0.33.0"
+    shutil.copytree(fetch_release("vllm==0.33.0"), target)
+    return target
+
+
+def planted(result: CheckResult, path: str) -> list[tuple[int, str, str]]:
+    """``(line, code, severity)`` of the findings in ``path``."""
+    return [(f.span.line, f.code, f.severity) for f in result.findings if f.path == path]
+
+
+def related_paths(finding: Finding) -> set[str]:
+    return {r.path for r in finding.related}
+
+
+VLLM_PLANTS = """\
+import vllm.model_executor.layers.fused_moe.modular_kernel as mk
+from vllm.model_executor.layers.fused_moe.config import FusedMoEConfig
+
+
+def select_assigned(config: FusedMoEConfig):
+    activation_format = (
+        mk.FusedMoEActivationFormat.BatchedExperts
+        if config.moe_parallel_config.use_deepep_ll_kernels
+        else mk.FusedMoEActivationFormat.Standard
+    )
+    return activation_format
+
+
+def select_guarded(config: FusedMoEConfig):
+    if config.moe_parallel_config.use_deepep_ll_kernels:
+        activation_format = mk.FusedMoEActivationFormat.BatchedExperts
+    else:
+        activation_format = mk.FusedMoEActivationFormat.Standard
+    return activation_format
+
+
+def select_fed(config: FusedMoEConfig):
+    return make_experts(
+        activation_format=mk.FusedMoEActivationFormat.BatchedExperts
+        if config.moe_parallel_config.use_nixl_ep_kernels
+        else mk.FusedMoEActivationFormat.Standard
+    )
+
+
+def select_compared(config: FusedMoEConfig):
+    activation_format = (
+        mk.FusedMoEActivationFormat.BatchedExperts
+        if config.moe_parallel_config.all2all_backend == "deepep_low_latency"
+        else mk.FusedMoEActivationFormat.Standard
+    )
+    return activation_format
+"""
+VLLM_REFUSALS = """\
+from vllm.platforms import current_platform
+
+
+def check_router_gemm_platform() -> None:
+    if current_platform.is_cpu() or current_platform.is_xpu() or current_platform.is_tpu():
+        raise ValueError("the fused router GEMM needs a CUDA-alike platform")
+
+
+def check_router_gemm_device() -> None:
+    if not current_platform.is_cuda():
+        raise ValueError("the fused router GEMM needs a CUDA-alike platform")
+
+
+def check_router_gemm_cuda() -> None:
+    if not current_platform.is_cuda():
+        raise ValueError("the fused router GEMM is built for CUDA only")
+
+
+def check_batched_experts(config) -> None:
+    if not config.moe_parallel_config.use_deepep_ll_kernels:
+        raise ValueError("these experts take the batched activation format")
+
+
+def check_mori_low_latency(config) -> None:
+    if config.moe_parallel_config.all2all_backend == "mori_low_latency":
+        raise ValueError("MoRI low-latency mode has no fused router")
+"""
+
+
+@pytest.mark.corpus
+def test_vllm_plants_in_a_package_sharing_a_role_through_the_canonical(vllm_tree: Path) -> None:
+    """vLLM's MoE oracles each pick the batched activation format with
+    use_batched_activation_format (deepep_low_latency or nixl_ep). A new oracle that tests
+    one member instead — assigned, guarded by an if, fed as a keyword, or compared as a
+    string — is an error naming the oracle files; the same checks in a package where no file
+    computes activation_format, and every site of vLLM itself, stay silent."""
+    (vllm_tree / ORACLE / "planted.py").write_text(VLLM_PLANTS)
+    (vllm_tree / ROUTER / "planted_alone.py").write_text(VLLM_PLANTS)
+    (vllm_tree / ROUTER / "planted_refusal.py").write_text(VLLM_REFUSALS)
+    result = run_on_vllm(vllm_tree)
+    assert result.problems == []
+    assert [(f.path, f.span.line, f.code) for f in result.findings] == [
+        (f"{ORACLE}/planted.py", 8, "DC020"),
+        (f"{ORACLE}/planted.py", 15, "DC020"),
+        (f"{ORACLE}/planted.py", 25, "DC020"),
+        (f"{ORACLE}/planted.py", 33, "DC020"),
+        (f"{ROUTER}/planted_refusal.py", 5, "DC021"),
+        (f"{ROUTER}/planted_refusal.py", 10, "DC021"),
+        (f"{ROUTER}/planted_refusal.py", 20, "DC021"),
+    ]
+    assert {f.severity for f in result.findings} == {"error"}
+    oracle = [f for f in result.findings if f.code == "DC020"]
+    assert [f.message for f in oracle] == [
+        f"{subject} tests {member} where its sibling fp8.py:415 (select_fp8_moe_backend) and 8 "
+        f"more sibling files in {ORACLE}/ compute activation_format with "
+        f".use_batched_activation_format; missing {missing}"
+        for subject, member, missing in (
+            ("activation_format", "deepep_low_latency", "nixl_ep"),
+            ("condition in select_guarded", "deepep_low_latency", "nixl_ep"),
+            ("select_fed", "nixl_ep", "deepep_low_latency"),
+            ("activation_format", "deepep_low_latency", "nixl_ep"),
+        )
+    ]
+    for finding in oracle:
+        assert related_paths(finding) - {"vllm/model_executor/layers/fused_moe/config.py"} == (
+            ORACLE_SIBLINGS
+        )
+
+
+@pytest.mark.corpus
+def test_vllm_refusals_naming_the_family_are_judged_as_its_negation(vllm_tree: Path) -> None:
+    """A raise whose message names CUDA-alike (the family's label): the platforms it
+    excludes, listed by hand, let out-of-tree platforms through; a lone is_cuda() refuses
+    ROCm. A message naming the batched activation format (the canonical's name) refuses
+    nixl_ep. A message naming CUDA alone is about CUDA, and "MoRI low-latency" names the
+    member mori_low_latency, not the MoRI family: both stay silent."""
+    (vllm_tree / ROUTER / "planted_refusal.py").write_text(VLLM_REFUSALS)
+    result = run_on_vllm(vllm_tree)
+    messages = [f.message for f in result.findings if f.path.endswith("planted_refusal.py")]
+    needs = '("the fused router GEMM needs a CUDA-alike platform")'
+    assert messages == [
+        "condition in check_router_gemm_platform lists CPU, XPU, TPU by hand, members that "
+        f"CUDA-alike excludes, in front of a raise or fallback whose text names CUDA-alike "
+        f"{needs}: it lets through OOT, UNSPECIFIED, which are not CUDA-alike; test not "
+        "Platform.is_cuda_alike() instead",
+        "condition in check_router_gemm_device tests CUDA in front of a raise or fallback "
+        f"whose text names CUDA-alike {needs}: missing ROCM; test Platform.is_cuda_alike() "
+        "instead",
+        "condition in check_batched_experts tests deepep_low_latency in front of a raise or "
+        'fallback whose text names batched-activation ("these experts take the batched '
+        'activation format"): missing nixl_ep; test '
+        "FusedMoEParallelConfig.use_batched_activation_format instead",
+    ]
+
+
+SGLANG_HELPER_USER = """\
+from sglang.srt.layers.moe.utils import is_deepep_class_backend
+
+
+def select_{name}_backend(config):
+    activation_format = "batched" if is_deepep_class_backend() else "standard"
+    return make_{name}_experts(config, activation_format)
+"""
+SGLANG_PLANTS = """\
+from sglang.srt.layers.moe.utils import get_moe_a2a_backend
+
+
+def select_assigned(config):
+    activation_format = "batched" if get_moe_a2a_backend().is_deepep() else "standard"
+    return activation_format
+
+
+def select_guarded(config):
+    if get_moe_a2a_backend().is_deepep():
+        activation_format = "batched"
+    else:
+        activation_format = "standard"
+    return activation_format
+
+
+def select_fed(config):
+    return make_experts(
+        activation_format="batched" if get_moe_a2a_backend().is_mooncake() else "standard"
+    )
+
+
+def select_compared(server_args):
+    activation_format = "batched" if server_args.moe_a2a_backend == "deepep" else "standard"
+    return activation_format
+"""
+QUANTIZATION = "sglang/srt/layers/quantization"
+
+
+def sglang_tree(root: Path, plants: str, directory: str = QUANTIZATION) -> Path:
+    """A copy of the SGLang-shaped fixture with a quantization package whose two files pick
+    the activation format with is_deepep_class_backend(), and ``plants`` in ``directory``."""
+    tree = root / "tree"
+    shutil.copytree(REPO / "fixtures" / "sglang_like", tree)
+    package = tree / QUANTIZATION
+    package.mkdir(parents=True)
+    for name in ("fp8", "int8"):
+        (package / f"{name}_like.py").write_text(SGLANG_HELPER_USER.format(name=name))
+    (tree / directory).mkdir(parents=True, exist_ok=True)
+    (tree / directory / "planted.py").write_text(plants)
+    return tree
+
+
+def test_sglang_shaped_plants_are_errors_naming_the_package_siblings(tmp_path: Path) -> None:
+    """The same four shapes in an SGLang-shaped tree: each is an error naming the two files
+    of its package that compute activation_format with the helper."""
+    tree = sglang_tree(tmp_path, SGLANG_PLANTS)
+    result = check([tree], cwd=tree, use_cache=False)
+    path = f"{QUANTIZATION}/planted.py"
+    assert planted(result, path) == [
+        (5, "DC020", "error"),
+        (10, "DC020", "error"),
+        (19, "DC020", "error"),
+        (24, "DC020", "error"),
+    ]
+    siblings = {f"{QUANTIZATION}/fp8_like.py", f"{QUANTIZATION}/int8_like.py"}
+    for finding in (f for f in result.findings if f.path == path):
+        assert (
+            f"where its sibling fp8_like.py:5 (select_fp8_backend) and 1 more sibling file in "
+            f"{QUANTIZATION}/ compute activation_format with is_deepep_class_backend()"
+        ) in finding.message
+        assert siblings <= related_paths(finding)
+
+
+def test_sglang_shaped_single_check_with_no_same_role_sibling_is_silent(tmp_path: Path) -> None:
+    """The same single checks computing another value (dispatch_format): no file of the
+    package computes it with the family, so nothing says they should."""
+    tree = sglang_tree(tmp_path, SGLANG_PLANTS.replace("activation_format", "dispatch_format"))
+    result = check([tree], cwd=tree, use_cache=False)
+    assert planted(result, f"{QUANTIZATION}/planted.py") == []
