@@ -309,8 +309,8 @@ class Role:
     files with the same name play the same role. ``reaches`` is the evidence, each with its
     location; ``comment`` the comment or docstring that says what the value is for;
     ``refusal`` the message of the raise, logged warning or returned reason of the branch an
-    ``if`` whose whole test is the value takes, and ``refusal_when`` the value it takes it on
-    (``if not p.is_cuda(): raise ...``: ``False``).
+    ``if`` whose whole test is the value takes, ``refusal_when`` the value it takes it on
+    (``if not p.is_cuda(): raise ...``: ``False``) and ``refusal_line`` where it is.
     """
 
     name: str = ""
@@ -318,6 +318,7 @@ class Role:
     comment: str = ""
     refusal: str = ""
     refusal_when: bool = True
+    refusal_line: int = 0
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -364,6 +365,7 @@ class Role:
             "comment": self.comment,
             "refusal": self.refusal,
             "refusal_when": self.refusal_when,
+            "refusal_line": self.refusal_line,
         }
 
     @staticmethod
@@ -375,6 +377,7 @@ class Role:
             comment=data.get("comment", ""),
             refusal=data.get("refusal", ""),
             refusal_when=data.get("refusal_when", True),
+            refusal_line=data.get("refusal_line", 0),
         )
 
 

@@ -10,8 +10,10 @@ p.is_cuda(): raise ValueError("... CUDA-alike ...")``) is judged the same way.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from driftcheck.families import enumerates, member_named, names_family
-from driftcheck.model import Family, Finding, Site, Universe
+from driftcheck.model import Family, Finding, Related, Site, Universe
 
 from .base import Example, Judgement, Rule, drift, site_finding, subject
 
@@ -189,9 +191,13 @@ lets through, or refuses, should be.
             f"{subject(site)} {how} in front of a raise or fallback whose text names {label} "
             f'("{_quote(text)}"): {tail}; test {negation}{_advised(site, family)} instead'
         )
-        return site_finding(
+        finding = site_finding(
             self, site, family, members=present, missing=missing, extra=extra, message=message
         )
+        place = Related(
+            site.path, site.role.refusal_line, 0, f"the raise or fallback whose text names {label}"
+        )
+        return replace(finding, related=(*finding.related, place))
 
 
 def judged(site: Site) -> bool:

@@ -182,7 +182,18 @@ def test_vllm_refusals_naming_the_family_are_judged_as_its_negation(vllm_tree: P
     member mori_low_latency, not the MoRI family: both stay silent."""
     (vllm_tree / ROUTER / "planted_refusal.py").write_text(VLLM_REFUSALS)
     result = run_on_vllm(vllm_tree)
-    messages = [f.message for f in result.findings if f.path.endswith("planted_refusal.py")]
+    refusals = [f for f in result.findings if f.path.endswith("planted_refusal.py")]
+    messages = [f.message for f in refusals]
+    # the canonical's definition, then the raise whose text is the evidence
+    assert [[(r.path, r.line) for r in f.related] for f in refusals] == [
+        [("vllm/platforms/interface.py", 227), (f"{ROUTER}/planted_refusal.py", line)]
+        for line in (6, 11)
+    ] + [
+        [
+            ("vllm/model_executor/layers/fused_moe/config.py", 1066),
+            (f"{ROUTER}/planted_refusal.py", 21),
+        ]
+    ]
     needs = '("the fused router GEMM needs a CUDA-alike platform")'
     assert messages == [
         "condition in check_router_gemm_platform lists CPU, XPU, TPU by hand, members that "

@@ -159,12 +159,15 @@ def _strings(node: ast.AST) -> list[str]:
     ]
 
 
-def _refusal_text(body: list[ast.stmt]) -> str:
-    """What a branch says when it refuses or falls back: the message of the ``raise`` it makes,
-    of the warning it logs, or the reason it returns (``return False, "needs ..."``), among
-    its first three statements; ``""`` when it does none of these."""
+def _refusal_text(body: list[ast.stmt]) -> tuple[str, int]:
+    """What a branch says when it refuses or falls back, and the line of its first such
+    statement: the message of the ``raise`` it makes, of the warning it logs, or the reason it
+    returns (``return False, "needs ..."``), among its first three statements; ``("", 0)``
+    when it does none of these."""
     found: list[str] = []
+    line = 0
     for stmt in body[:3]:
+        before = len(found)
         if isinstance(stmt, ast.Raise) and stmt.exc is not None:
             found.extend(_strings(stmt.exc))
         elif (
@@ -173,29 +176,32 @@ def _refusal_text(body: list[ast.stmt]) -> str:
             and terminal_name(stmt.value.func) in LOG_CALLS
         ) or (isinstance(stmt, ast.Return) and stmt.value is not None):
             found.extend(_strings(stmt.value))  # type: ignore[arg-type]
-    return " ".join(" ".join(found).split())[:400]
+        if len(found) > before and not line:
+            line = stmt.lineno
+    return " ".join(" ".join(found).split())[:400], line
 
 
-def _refusal(node: ast.AST, stmt: ast.stmt, parents: dict[int, ast.AST]) -> tuple[str, bool]:
+def _refusal(node: ast.AST, stmt: ast.stmt, parents: dict[int, ast.AST]) -> tuple[str, bool, int]:
     """The text of the refusal or fallback an ``if`` whose whole test is ``node`` (under any
-    ``not``) runs, and whether it runs when ``node`` is true: ``if not p.is_cuda(): raise
-    ValueError("needs a CUDA-alike platform")`` gives ``("needs a CUDA-alike platform",
-    False)``. ``("", True)`` when ``node`` is not such a test or neither branch refuses."""
+    ``not``) runs, whether it runs when ``node`` is true, and its line: ``if not p.is_cuda():
+    raise ValueError("needs a CUDA-alike platform")`` gives ``("needs a CUDA-alike
+    platform", False, <line of the raise>)``. ``("", True, 0)`` when ``node`` is not such a
+    test or neither branch refuses."""
     when = True
     child, parent = node, parents.get(id(node))
     while parent is not None and parent is not stmt:
         if not (isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)):
-            return "", True
+            return "", True, 0
         when = not when
         child, parent = parent, parents.get(id(parent))
     if not isinstance(stmt, ast.If) or stmt.test is not child:
-        return "", True
-    text = _refusal_text(stmt.body)
+        return "", True, 0
+    text, line = _refusal_text(stmt.body)
     if text:
-        return text, when
+        return text, when, line
     is_elif = len(stmt.orelse) == 1 and isinstance(stmt.orelse[0], ast.If)
-    text = "" if is_elif else _refusal_text(stmt.orelse)
-    return (text, not when) if text else ("", True)
+    text, line = ("", 0) if is_elif else _refusal_text(stmt.orelse)
+    return (text, not when, line) if text else ("", True, 0)
 
 
 def _calls_within(body: list[ast.stmt]) -> Iterator[ast.Call]:
@@ -353,13 +359,14 @@ class Controls:
                 reaches.append(reach if reach.how == "binds" else self._marked(reach))
         if self.operations:
             reaches.extend(self._operations_inside(reaches, seen))
-        refusal, when = _refusal(node, stmt, parents)
+        refusal, when, line = _refusal(node, stmt, parents)
         return Role(
             name=name,
             reaches=tuple(reaches),
             comment=self.comment(stmt, func),
             refusal=refusal,
             refusal_when=when,
+            refusal_line=line,
         )
 
     def _marked(self, reach: Reach) -> Reach:
