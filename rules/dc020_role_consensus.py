@@ -455,18 +455,18 @@ the import is added where missing. The fix states the backends it flips.
         for key in site.role.package_keys:
             where = (universe.key, family.name, directory, key)
             users = [u for u in self.package_users.get(where, ()) if u.path != site.path]
-            files = {u.path for u in users}
+            user_files = {u.path for u in users}
             partial = self.package_partial.get(where, set()) - {site.path}
-            if len(files) < PACKAGE_QUORUM or len(files) <= len(partial):
+            if len(user_files) < PACKAGE_QUORUM or len(user_files) <= len(partial):
                 continue
-            if best is None or (len(files), key) > (best[0], best[1]):
-                best = (len(files), key, users)
+            if best is None or (len(user_files), key) > (best[0], best[1]):
+                best = (len(user_files), key, users)
         if best is None:
             return None
-        files, key, users = best
+        count, key, users = best
         first = min(users, key=lambda u: (u.path, u.span.line))
         others = (
-            f" and {files - 1} more sibling file{'s' if files > 2 else ''}" if files > 1 else ""
+            f" and {count - 1} more sibling file{'s' if count > 2 else ''}" if count > 1 else ""
         )
         helper = sum(family.name in u.helpers for u in users)
         how = (

@@ -175,7 +175,7 @@ def _refusal_text(body: list[ast.stmt]) -> tuple[str, int]:
             and isinstance(stmt.value, ast.Call)
             and terminal_name(stmt.value.func) in LOG_CALLS
         ) or (isinstance(stmt, ast.Return) and stmt.value is not None):
-            found.extend(_strings(stmt.value))  # type: ignore[arg-type]
+            found.extend(_strings(stmt.value))
         if len(found) > before and not line:
             line = stmt.lineno
     return " ".join(" ".join(found).split())[:400], line
