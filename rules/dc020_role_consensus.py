@@ -469,11 +469,13 @@ the import is added where missing. The fix states the backends it flips.
             f" and {count - 1} more sibling file{'s' if count > 2 else ''}" if count > 1 else ""
         )
         helper = sum(family.name in u.helpers for u in users)
-        how = (
-            f"with {family.call_text()}"
-            if helper == len(users)
-            else f"with {family.call_text()} or all {len(family.members)} {noun(family, universe)}"
-        )
+        listing = f"all {len(family.members)} {noun(family, universe)}"
+        if family.inferred:
+            how = f"listing {listing}"
+        elif helper == len(users):
+            how = f"with {family.call_text()}"
+        else:
+            how = f"with {family.call_text()} or {listing}"
         text = (
             f"its sibling {_site_where(first)}{others} in {directory}/ "
             f"{_describe_package(key)} {how}"

@@ -169,6 +169,19 @@ def test_k3_like_list_becomes_one_result(sglang_like: Path) -> None:
                 "logicalLocations": [{"fullyQualifiedName": "_uses_ep_a2a"}],
             }
         ],
+        "relatedLocations": [
+            {
+                "id": 0,
+                "physicalLocation": {
+                    "artifactLocation": {
+                        "uri": "sglang/srt/layers/moe/utils.py",
+                        "uriBaseId": "%SRCROOT%",
+                    },
+                    "region": {"startLine": 68, "startColumn": 1},
+                },
+                "message": {"text": "is_deepep_class_backend is defined here"},
+            }
+        ],
         "partialFingerprints": {"driftcheck/v1": finding.key},
         "properties": {
             "canonical": "is_deepep_class_backend",

@@ -18,6 +18,7 @@ import pytest
 
 from driftcheck.engine import CheckResult, check
 from driftcheck.model import Finding
+from driftcheck.report.sarif import sarif_document
 
 REPO = Path(__file__).resolve().parent.parent
 VLLM_CONFIG = REPO / "tests" / "corpus_configs" / "vllm-0.33.0.toml"
@@ -289,3 +290,23 @@ def test_sglang_shaped_single_check_with_no_same_role_sibling_is_silent(tmp_path
     tree = sglang_tree(tmp_path, SGLANG_PLANTS.replace("activation_format", "dispatch_format"))
     result = check([tree], cwd=tree, use_cache=False)
     assert planted(result, f"{QUANTIZATION}/planted.py") == []
+
+
+def test_the_package_siblings_are_sarif_related_locations(tmp_path: Path) -> None:
+    """Code scanning shows the evidence beside the finding: the canonical's definition, then
+    each sibling site, as SARIF relatedLocations."""
+    tree = sglang_tree(tmp_path, SGLANG_PLANTS)
+    result = check([tree / QUANTIZATION / "planted.py"], cwd=tree, use_cache=False)
+    first = sarif_document(result, result.findings, cwd=tree)["runs"][0]["results"][0]
+    assert [
+        (
+            place["physicalLocation"]["artifactLocation"]["uri"],
+            place["physicalLocation"]["region"]["startLine"],
+            place["message"]["text"],
+        )
+        for place in first["relatedLocations"]
+    ] == [
+        ("sglang/srt/layers/moe/utils.py", 68, "is_deepep_class_backend is defined here"),
+        (f"{QUANTIZATION}/fp8_like.py", 5, "a sibling site that computes activation_format"),
+        (f"{QUANTIZATION}/int8_like.py", 5, "a sibling site that computes activation_format"),
+    ]

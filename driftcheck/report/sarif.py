@@ -2,7 +2,9 @@
 
 One run with the full rule catalogue as ``tool.driver.rules`` (help rendered from the rule
 modules, as ``driftcheck explain`` shows it), one result per finding, a ``fixes`` entry when
-the finding carries a fix, and ``invocations[0]`` saying whether every file could be checked
+the finding carries a fix, ``relatedLocations`` for the places it rests on (``Finding.related``:
+the canonical's definition, DC020's siblings and sites of the same use, DC021's refusal), and
+``invocations[0]`` saying whether every file could be checked
 (problems become ``toolExecutionNotifications``). ``partialFingerprints`` carry the
 line-independent finding key, so a result keeps its identity when code above it moves.
 
@@ -190,6 +192,21 @@ def sarif_result(
             "kind": finding.kind,
         },
     }
+    if finding.related:
+        result["relatedLocations"] = [
+            {
+                "id": index,
+                "physicalLocation": {
+                    "artifactLocation": locator.location(place.path),
+                    "region": {
+                        "startLine": place.line,
+                        "startColumn": columns.column(place.path, place.line, place.col),
+                    },
+                },
+                "message": {"text": place.note},
+            }
+            for index, place in enumerate(finding.related)
+        ]
     if finding.code in rule_index:
         result["ruleIndex"] = rule_index[finding.code]
     if finding.latent:
