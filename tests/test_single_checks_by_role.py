@@ -24,6 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 VLLM_CONFIG = REPO / "tests" / "corpus_configs" / "vllm-0.33.0.toml"
 ORACLE = "vllm/model_executor/layers/fused_moe/oracle"
 ROUTER = "vllm/model_executor/layers/fused_moe/router"
+EXPERTS = "vllm/model_executor/layers/fused_moe/experts"
 # the oracle files that pick the activation format with use_batched_activation_format
 ORACLE_SIBLINGS = {
     f"{ORACLE}/{name}.py"
@@ -104,6 +105,27 @@ def select_compared(config: FusedMoEConfig):
     )
     return activation_format
 """
+# kernel gates beside experts/ files whose _supports_current_device calls is_cuda_alike():
+# a capability answer, and a capability list, each one kernel's own
+VLLM_GATES = """\
+import torch
+
+from vllm.platforms import current_platform
+
+
+class PlantedExperts:
+    @staticmethod
+    def _supports_current_device() -> bool:
+        return current_platform.is_cuda()
+
+
+def planted_op():
+    if current_platform.is_cuda() or current_platform.is_xpu():
+        op = torch.ops._C.planted_kernel
+    else:
+        op = None
+    return op
+"""
 VLLM_REFUSALS = """\
 from vllm.platforms import current_platform
 
@@ -140,8 +162,11 @@ def test_vllm_plants_in_a_package_sharing_a_role_through_the_canonical(vllm_tree
     use_batched_activation_format (deepep_low_latency or nixl_ep). A new oracle that tests
     one member instead — assigned, guarded by an if, fed as a keyword, or compared as a
     string — is an error naming the oracle files; the same checks in a package where no file
-    computes activation_format, and every site of vLLM itself, stay silent."""
+    computes activation_format, kernel gates beside experts that call is_cuda_alike(), and
+    every site of vLLM itself (its kernel gates, allowlists and per-backend arms) stay
+    silent."""
     (vllm_tree / ORACLE / "planted.py").write_text(VLLM_PLANTS)
+    (vllm_tree / EXPERTS / "planted_gate.py").write_text(VLLM_GATES)
     (vllm_tree / ROUTER / "planted_alone.py").write_text(VLLM_PLANTS)
     (vllm_tree / ROUTER / "planted_refusal.py").write_text(VLLM_REFUSALS)
     result = run_on_vllm(vllm_tree)
