@@ -267,9 +267,10 @@ class Reach:
     result a branch it chooses stores: part of what the branch sets, not an effect of its
     own), ``inside`` (a call made inside a function of the module such a branch calls, one
     level deep: recorded only when it is one of the pack's role operations),
-    or ``binds`` (a local name a branch it chooses assigns: ``activation_format =
-    BatchedExperts``; a file's local vocabulary is shared by its package, not by the tree, so
-    it is compared only there: :attr:`Role.package_keys`).
+    or ``binds`` (a local name an ``if`` it tests chooses between two values of, assigned in
+    both branches: ``activation_format = BatchedExperts`` / ``= Standard``; a file's local
+    vocabulary is shared by its package, not by the tree, so it is compared only there:
+    :attr:`Role.package_keys`).
     ``operation`` names the pack's role operation the key is (``tp-reduce``...), if any;
     ``via`` holds the lines of the steps from the site to here; ``scope`` the qualified name
     of the function or class the reached code sits in.
@@ -330,7 +331,7 @@ class Role:
     def package_keys(self) -> tuple[str, ...]:
         """What the value controls, compared between the files of one package: ``call:<name>``
         as in :attr:`keys`, and ``name:<name>`` for a name the value is given — an attribute or
-        local name it is assigned to or a branch it chooses assigns, a keyword it feeds
+        local name it is assigned to or an ``if`` it tests chooses the value of, a keyword it feeds
         (``activation_format = BatchedExperts if ... else Standard`` and
         ``make(activation_format=...)`` compute the same thing). Validation (``raise``,
         ``call:assert``) decides nothing a family decides and is left out."""

@@ -85,8 +85,8 @@ canonical family than the code around the tree says it should — a single check
 - its *package* (a single check only, against a family of **any size**, two members
   included): sibling files of its own directory — any files, not only model files — use the
   whole family (call the helper, or list exactly its members) **in the same role**: they give
-  the value the same name (the attribute or local variable it is assigned to, or a branch it
-  chooses assigns, or the keyword it feeds: `activation_format = Batched if
+  the value the same name (the attribute or local variable it is assigned to, a local an `if`
+  it tests assigns in both branches, or the keyword it feeds: `activation_format = Batched if
   cfg.use_batched_activation_format else Standard` and `make(activation_format=...)` compute
   the same thing) or guard the same call. It needs at least 2 such files besides its own, and more of them
   than the directory's files that test part of the family in that role (a package whose
@@ -345,7 +345,8 @@ the import is added where missing. The fix states the backends it flips.
             '        activation_layout = "flat"\n'
             "    return activation_layout\n",
             note="its package: two sibling files of its directory compute activation_layout "
-            "with the helper (a local name a branch binds: compared within the package only)",
+            "with the helper (a local the if chooses the value of: compared within the package "
+            "only)",
             siblings={f"layout_{name}.py": PACKED_LAYOUT_USER for name in ("one", "two")},
             fixture="config_like",
         ),

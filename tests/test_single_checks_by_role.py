@@ -335,3 +335,36 @@ def test_the_package_siblings_are_sarif_related_locations(tmp_path: Path) -> Non
         (f"{QUANTIZATION}/fp8_like.py", 5, "a sibling site that computes activation_format"),
         (f"{QUANTIZATION}/int8_like.py", 5, "a sibling site that computes activation_format"),
     ]
+
+
+ONE_BRANCH_USER = """\
+from sglang.srt.layers.moe.utils import is_deepep_class_backend
+
+
+def output_{name}(state, hidden_states):
+    if is_deepep_class_backend():
+        hidden_states = hidden_states[: state.num_tokens]
+        num_tokens = state.num_tokens
+    return hidden_states
+"""
+ONE_BRANCH_PLANT = """\
+from sglang.srt.layers.moe.utils import get_moe_a2a_backend
+
+
+def output_planted(state, hidden_states):
+    if get_moe_a2a_backend().is_mori():
+        hidden_states = hidden_states[: state.num_tokens]
+        num_tokens = state.num_tokens
+    return hidden_states
+"""
+
+
+def test_a_local_one_branch_assigns_is_no_shared_role(tmp_path: Path) -> None:
+    """A local that only one branch assigns is a default overridden or an update
+    (``hidden_states = hidden_states[:n]`` behind MoRI's padding), not a value the check
+    chooses: siblings doing the same with the helper are no evidence."""
+    tree = sglang_tree(tmp_path, ONE_BRANCH_PLANT)
+    for name in ("one", "two", "three"):
+        (tree / QUANTIZATION / f"output_{name}.py").write_text(ONE_BRANCH_USER.format(name=name))
+    result = check([tree], cwd=tree, use_cache=False)
+    assert planted(result, f"{QUANTIZATION}/planted.py") == []

@@ -17,9 +17,9 @@ underscores dropped):
 - ``kw:<name>``: a keyword the value feeds, directly or through a conditional expression
   (``reduce_results``), and the keywords of the calls such a branch makes
   (``dict(tp_rank=0, tp_size=1)``: ``kw:tp_size``);
-- ``set:<name>``: the name or attribute the value is assigned to (a local name a branch it
-  chooses assigns is ``how="binds"``: comparable only between the files of one package, so
-  outside :attr:`~driftcheck.model.Role.keys`); the same keys are then
+- ``set:<name>``: the name or attribute the value is assigned to (a local name an ``if`` it
+  tests assigns in both branches is ``how="binds"``: comparable only between the files of one
+  package, so outside :attr:`~driftcheck.model.Role.keys`); the same keys are then
   collected for each place the class (``self.x``) or the function (a local) reads it, and
   for each call of a function that returns the value — three steps deep.
 
@@ -109,14 +109,6 @@ def _effects(body: list[ast.stmt], scope: str) -> list[Reach]:
                 if isinstance(t, ast.Attribute) and (n := _key(t.attr))
             ]
             found.extend(sets)
-            # a local name says what the branch computes only to the files of its own package,
-            # which share their vocabulary (``activation_format = BatchedExperts``): recorded
-            # as ``binds``, outside :attr:`Role.keys`
-            found.extend(
-                Reach(f"set:{n}", stmt.lineno, "binds", scope)
-                for t in targets
-                if isinstance(t, ast.Name) and (n := _key(t.id))
-            )
             value = stmt.value
             if sets:
                 how = "computes"
@@ -127,6 +119,42 @@ def _effects(body: list[ast.stmt], scope: str) -> list[Reach]:
         if isinstance(value, ast.Call):
             found.extend(_call_reaches(value, how, scope))
     return found
+
+
+def _bound(body: list[ast.stmt]) -> dict[str, int]:
+    """The local names the first statements of a branch assign a fresh value (one that does
+    not read the name: ``x = x[:n]`` updates ``x``, it does not choose it), with the line."""
+    found: dict[str, int] = {}
+    for stmt in body[:6]:
+        if isinstance(stmt, ast.Assign):
+            targets, value = stmt.targets, stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            targets, value = [stmt.target], stmt.value
+        else:
+            continue
+        reads = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+        for target in targets:
+            if isinstance(target, ast.Name) and target.id not in reads:
+                found.setdefault(target.id, stmt.lineno)
+    return found
+
+
+def _chosen_locals(stmt: ast.If | ast.While, scope: str) -> list[Reach]:
+    """The local names an ``if`` chooses between two values of, one in its body and one in its
+    ``else`` (``activation_format = BatchedExperts`` / ``= Standard``), as ``binds`` reaches:
+    a file's local vocabulary is shared by its package, not by the tree, so they are compared
+    only there, outside :attr:`Role.keys`. A name only one branch assigns is a default
+    overridden, or an update, and no choice the value makes."""
+    if not isinstance(stmt, ast.If) or not stmt.orelse:
+        return []
+    if len(stmt.orelse) == 1 and isinstance(stmt.orelse[0], ast.If):
+        return []  # an elif chain: each arm is its own test
+    body, orelse = _bound(stmt.body), _bound(stmt.orelse)
+    return [
+        Reach(f"set:{key}", line, "binds", scope)
+        for name, line in body.items()
+        if name in orelse and (key := _key(name))
+    ]
 
 
 def _calls(nodes: list[ast.AST], scope: str, how: str = "selects") -> list[Reach]:
@@ -427,6 +455,7 @@ class Controls:
         if in_test:
             yield from _effects(stmt.body, scope)  # type: ignore[attr-defined]
             yield from _effects(stmt.orelse, scope)  # type: ignore[attr-defined]
+            yield from _chosen_locals(stmt, scope)  # type: ignore[arg-type]
         elif isinstance(stmt, ast.Assert):
             yield Reach("call:assert", stmt.lineno, "guards", scope)
         if depth <= 0:
