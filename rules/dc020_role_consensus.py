@@ -121,7 +121,9 @@ files computing the same value with the helper are what it copies.
 `--fix` does what the sibling does, whatever `--fix-style` says: the site's family member
 becomes a call to the canonical helper, its extras are kept (`not b.is_deepep() and not
 b.is_ascend_fuseep()` becomes `not is_deepep_class_backend() and not b.is_ascend_fuseep()`), and
-the import is added where missing. The fix states the backends it flips.
+the import is added where missing; a value comparison (`all2all_backend ==
+"deepep_low_latency"`), which may run before the runtime value the helper reads is set, gets
+the members the helper accepts instead. The fix states the backends it flips.
 """
     fix_safety = FIX_SAFETY
     VALID = [
@@ -623,11 +625,24 @@ the import is added where missing. The fix states the backends it flips.
 
     def plan_fix(self, ctx: FileContext, job: SiteJob, style: str) -> Rewrite:
         """Do what the evidence does, whatever ``--fix-style`` says: call the helper when the
-        evidence calls it, else add the missing members (minimal style)."""
+        evidence calls it, else add the missing members (minimal style). A value comparison
+        (``all2all_backend == "deepep_low_latency"``), which the helper style does not rewrite
+        (it may run before the runtime value the helper reads is set), gets the members the
+        helper accepts instead."""
+        from driftcheck.fix.plan import HeldBack, Refusal
+
         from .dc001_missing_members import plan_in_style
 
         chosen = "helper" if job.finding.evidence == "helper" else "minimal"
-        return plan_in_style(ctx, job, chosen)
+        try:
+            return plan_in_style(ctx, job, chosen)
+        except HeldBack:
+            raise
+        except Refusal:
+            values = all(op.kind in ("string", "enum") for op in job.site.operands)
+            if chosen != "helper" or not values:
+                raise
+            return plan_in_style(ctx, job, "minimal")
 
 
 @dataclass(frozen=True)

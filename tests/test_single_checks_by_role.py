@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from driftcheck.engine import CheckResult, check
+from driftcheck.fix.apply import attach_fixes
 from driftcheck.model import Finding
 from driftcheck.report.sarif import sarif_document
 
@@ -197,6 +198,17 @@ def test_vllm_plants_in_a_package_sharing_a_role_through_the_canonical(vllm_tree
         assert related_paths(finding) - {"vllm/model_executor/layers/fused_moe/config.py"} == (
             ORACLE_SIBLINGS
         )
+    # the fix does what the siblings do: call the canonical; a string compare, which the
+    # helper style leaves alone, gets the member the canonical adds
+    helper = "config.moe_parallel_config.use_batched_activation_format"
+    compared = "config.moe_parallel_config.all2all_backend"
+    fixed = attach_fixes(result, oracle, "minimal")
+    assert [f.fix.replacement if f.fix else f.fix_refusal for f in fixed] == [
+        helper,
+        helper,
+        helper,
+        f'({compared} == "deepep_low_latency" or {compared} == "nixl_ep")',
+    ]
 
 
 @pytest.mark.corpus
