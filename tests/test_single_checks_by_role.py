@@ -380,3 +380,74 @@ def test_a_local_one_branch_assigns_is_no_shared_role(tmp_path: Path) -> None:
         (tree / QUANTIZATION / f"output_{name}.py").write_text(ONE_BRANCH_USER.format(name=name))
     result = check([tree], cwd=tree, use_cache=False)
     assert planted(result, f"{QUANTIZATION}/planted.py") == []
+
+
+TWO_MEMBER_HELPER = '''
+
+def is_one_sided_backend() -> bool:
+    """Fixture helper: the two one-sided transports."""
+    backend = get_moe_a2a_backend()
+    return backend.is_mori() or backend.is_nixl()
+'''
+TWO_MEMBER_CONFIG = """\
+[tool.driftcheck]
+canonical = [
+    { predicate = "sglang.srt.layers.moe.utils:is_one_sided_backend", label = "one-sided" },
+]
+"""
+
+
+def two_member_tree(root: Path, plants_in: str) -> Path:
+    """The SGLang-shaped tree with a two-member canonical (mori or nixl) configured, the
+    quantization package's two files calling it, and the four shapes testing one member in
+    ``plants_in``."""
+    tree = sglang_tree(
+        root,
+        SGLANG_PLANTS.replace("is_deepep()", "is_mori()")
+        .replace("is_mooncake()", "is_nixl()")
+        .replace('== "deepep"', '== "mori"'),
+        plants_in,
+    )
+    utils = tree / "sglang/srt/layers/moe/utils.py"
+    utils.write_text(utils.read_text() + TWO_MEMBER_HELPER)
+    (tree / "pyproject.toml").write_text(TWO_MEMBER_CONFIG)
+    for name in ("fp8", "int8"):
+        (tree / QUANTIZATION / f"{name}_like.py").write_text(
+            SGLANG_HELPER_USER.format(name=name).replace(
+                "is_deepep_class_backend", "is_one_sided_backend"
+            )
+        )
+    return tree
+
+
+def two_member_findings(tree: Path, plants_in: str) -> list[Finding]:
+    result = check([tree], cwd=tree, use_cache=False)
+    assert result.problems == []
+    return [f for f in result.findings if f.path == f"{plants_in}/planted.py"]
+
+
+def test_a_single_check_of_a_two_member_family_is_judged_by_its_package(tmp_path: Path) -> None:
+    """A two-member family (as vLLM's are), on the SGLang-shaped tree: the same four shapes
+    testing mori alone are errors naming the package's two files that call the helper; the
+    tree-wide use evidence, refused for a family this small, plays no part."""
+    tree = two_member_tree(tmp_path, QUANTIZATION)
+    findings = two_member_findings(tree, QUANTIZATION)
+    assert [(f.span.line, f.code, f.severity, f.missing) for f in findings] == [
+        (5, "DC020", "error", ("nixl",)),
+        (10, "DC020", "error", ("nixl",)),
+        (19, "DC020", "error", ("mori",)),
+        (24, "DC020", "error", ("nixl",)),
+    ]
+    assert all(
+        f"its sibling fp8_like.py:5 (select_fp8_backend) and 1 more sibling file in "
+        f"{QUANTIZATION}/ compute activation_format with is_one_sided_backend()" in f.message
+        for f in findings
+    )
+
+
+def test_a_two_member_family_single_check_outside_the_package_is_silent(tmp_path: Path) -> None:
+    """The same checks in another package: for a family this small a single check is as
+    often a choice between the two members, so files elsewhere computing the same name are
+    no evidence."""
+    tree = two_member_tree(tmp_path, "sglang/srt/layers/moe")
+    assert two_member_findings(tree, "sglang/srt/layers/moe") == []
