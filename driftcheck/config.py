@@ -50,6 +50,7 @@ KNOWN_KEYS = {
     "family-implies",
     "roles",
     "verify",
+    "implementation-words",
 }
 
 FIX_STYLES = ("minimal", "helper")
@@ -117,6 +118,9 @@ class Config:
     pack: str = NO_PACK  # the packs beneath the configuration, ``+``-joined (``none``: no pack)
     canonicals_from_pack: bool = False
     value_attributes: tuple[str, ...] = ()
+    # words naming one implementation of the members (a kernel library: a conjunct naming one
+    # makes the site a dispatch)
+    implementation_words: tuple[str, ...] = ()
     include: tuple[str, ...] = ("*.py", "*.pyi")
     exclude: tuple[str, ...] = ()
     select: tuple[str, ...] | None = None
@@ -189,6 +193,7 @@ class Config:
                 self.receivers,
                 self.model_marker,
                 self.value_attributes,
+                self.implementation_words,
                 self.min_overlap,
                 self.family_implies,
                 self.roles,
@@ -400,6 +405,7 @@ def config_from_table(
     for key, attr in (
         ("receivers", "receivers"),
         ("value-attributes", "value_attributes"),
+        ("implementation-words", "implementation_words"),
         ("include", "include"),
         ("exclude", "exclude"),
         ("select", "select"),

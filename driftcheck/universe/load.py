@@ -293,6 +293,7 @@ def load_universes(root: Path, config: Config) -> Loaded:
             holder_names=vocabulary.holder_names | frozenset(config.receivers),
             name=name,
             noun=_noun(name),
+            implementation_words=config.implementation_words,
             implied=tuple(
                 (" ".join(text.split()), f.member_set)
                 for f in families
