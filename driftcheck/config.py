@@ -14,6 +14,7 @@ Unknown keys produce a warning naming the key; a malformed file is a :class:`Con
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import json
 import re
@@ -344,9 +345,11 @@ def pack_table(name: str, label: str = "pack", line: int | None = None) -> dict[
     return table
 
 
+@functools.lru_cache(maxsize=1)
 def pack_detections() -> dict[str, tuple[str, ...]]:
     """Each shipped pack's ``[detect] modules``: the dotted modules whose presence under a
-    tree's root (or its ``python/`` or ``src/``) makes the tree that pack's."""
+    tree's root (or its ``python/`` or ``src/``) makes the tree that pack's (read once: the
+    shipped packs do not change while driftcheck runs; do not mutate the answer)."""
     found: dict[str, tuple[str, ...]] = {}
     for name in pack_names():
         table = tomllib.loads((PACKS_DIR / f"{name}.toml").read_text(encoding="utf-8"))

@@ -3,7 +3,9 @@
 Such a tree still holds what a family ranges over, and the hand-written copies show which:
 
 1. every enum class of the tree with two or more members, and every class attribute
-   annotated ``Literal["a", "b", ...]`` (a string setting), is a *candidate*;
+   annotated ``Literal["a", "b", ...]`` (a string setting), is a *candidate*; an enum held
+   by a class of its module whose methods compare ``self.<attribute>`` with its members
+   (vLLM's ``Platform._enum``) is read with that class, whose predicates it answers;
 2. a candidate whose members are mentioned two or more at a time (``Enum.MEMBER``, its
    ``is_*()`` predicates, its string values) in at least two files recurs in enumerations
    across files, and becomes a universe;
@@ -68,14 +70,48 @@ def _enum_candidate(module: ModuleSource, cls: ast.ClassDef) -> Candidate | None
         words[member.attr.encode()] = member.value
         for quote in ('"', "'"):
             words[f"{quote}{member.value}{quote}".encode()] = member.value
+    holder = _holder_of(module, cls)
     methods, _ = zero_arg_methods(cls, module)
+    if holder is not None:
+        methods = {**zero_arg_methods(holder[0], module)[0], **methods}
     by_word = {m.value.lower(): m.value for m in members} | {
         m.attr.lower(): m.value for m in members
     }
     for name in methods:
         if name.startswith("is_") and name[3:].lower() in by_word:
             words[name.encode()] = by_word[name[3:].lower()]
-    return Candidate(Domain(module, cls), words, cls.name)
+    if holder is None:
+        return Candidate(Domain(module, cls), words, cls.name)
+    return Candidate(Domain(module, cls, module, holder[0], holder[1]), words, cls.name)
+
+
+def _holder_of(module: ModuleSource, enum: ast.ClassDef) -> tuple[ast.ClassDef, str] | None:
+    """The class of ``module`` (and its attribute) whose methods compare ``self.<attribute>``
+    with members of ``enum`` (``self._enum == PlatformEnum.CUDA``), if one does."""
+    for cls in module.classes.values():
+        if cls is enum:
+            continue
+        for node in ast.walk(cls):
+            if not isinstance(node, ast.Compare):
+                continue
+            sides = [node.left, *node.comparators]
+            attrs = [
+                s.attr
+                for s in sides
+                if isinstance(s, ast.Attribute)
+                and isinstance(s.value, ast.Name)
+                and s.value.id == "self"
+            ]
+            members = [
+                s
+                for s in sides
+                if isinstance(s, ast.Attribute)
+                and isinstance(s.value, ast.Name)
+                and s.value.id == enum.name
+            ]
+            if attrs and members:
+                return cls, attrs[0]
+    return None
 
 
 def _setting_candidates(module: ModuleSource, index: SourceIndex) -> list[Candidate]:
