@@ -135,6 +135,26 @@ def candidate_universes(index: SourceIndex, excluded: Callable[[str], bool]) -> 
     """The candidates of the tree under ``index.root`` whose members recur in enumerations
     across files, the most widely recurring first (one per set of members: the same
     ``Literal`` written on two classes is one universe; at most :data:`MAX_UNIVERSES`)."""
+    candidates, words_of = _gather(index, excluded)
+    files = _recurrences(candidates, words_of)
+    ranked = sorted(
+        (number for number in range(len(candidates)) if files[number] >= MIN_FILES),
+        key=lambda number: (-files[number], number),
+    )
+    chosen: list[Candidate] = []
+    sets: set[frozenset[str]] = set()
+    for number in ranked:
+        members = frozenset(candidates[number].words.values())
+        if members not in sets:
+            sets.add(members)
+            chosen.append(candidates[number])
+    return chosen[:MAX_UNIVERSES]
+
+
+def _gather(
+    index: SourceIndex, excluded: Callable[[str], bool]
+) -> tuple[list[Candidate], list[set[bytes]]]:
+    """Every candidate of the tree, and each file's words."""
     candidates: list[Candidate] = []
     words_of: list[set[bytes]] = []
     for path, _ in python_files(index.root, excluded):
@@ -150,13 +170,17 @@ def candidate_universes(index: SourceIndex, excluded: Callable[[str], bool]) -> 
         except UniverseError:
             continue
         for cls in module.classes.values():
-            if is_enum_class(cls, module):
-                candidate = _enum_candidate(module, cls)
-                if candidate is not None:
-                    candidates.append(candidate)
+            candidate = _enum_candidate(module, cls) if is_enum_class(cls, module) else None
+            if candidate is not None:
+                candidates.append(candidate)
         if _LITERAL in data:
             candidates.extend(_setting_candidates(module, index))
-    # word -> (candidate, member) it mentions: each file's words are looked up once
+    return candidates, words_of
+
+
+def _recurrences(candidates: list[Candidate], words_of: list[set[bytes]]) -> list[int]:
+    """For each candidate, the number of files mentioning two or more of its members (each
+    file's words looked up once, through the words of every candidate)."""
     mentions: dict[bytes, list[tuple[int, str]]] = {}
     for number, candidate in enumerate(candidates):
         for word, member in candidate.words.items():
@@ -169,15 +193,4 @@ def candidate_universes(index: SourceIndex, excluded: Callable[[str], bool]) -> 
                 seen.setdefault(number, set()).add(member)
         for number, members in seen.items():
             files[number] += len(members) >= 2
-    ranked = sorted(
-        (number for number in range(len(candidates)) if files[number] >= MIN_FILES),
-        key=lambda number: (-files[number], number),
-    )
-    chosen: list[Candidate] = []
-    sets: set[frozenset[str]] = set()
-    for number in ranked:
-        members = frozenset(candidates[number].words.values())
-        if members not in sets:
-            sets.add(members)
-            chosen.append(candidates[number])
-    return chosen[:MAX_UNIVERSES]
+    return files
