@@ -214,11 +214,11 @@ class ScanCache:
             for line in self.empty.get(directory, "").splitlines():
                 name, _, rest = line.partition("\t")
                 lines[name] = rest
-            for name, rest in changes.items():
-                if rest is None:
+            for name, change in changes.items():
+                if change is None:
                     lines.pop(name, None)
                 else:
-                    lines[name] = rest
+                    lines[name] = change
             merged[directory] = "".join(f"{n}\t{lines[n]}\n" for n in sorted(lines))
         return {d: block for d, block in merged.items() if block}
 

@@ -380,7 +380,7 @@ def default_config(packs: tuple[str, ...] = ()) -> Config:
     return config_from_table({}, "<default pack>", detected=packs)
 
 
-def config_from_table(
+def config_from_table(  # noqa: C901 - one branch per configuration key, each with its own type check
     section: dict[str, Any], label: str, source: str = "", detected: tuple[str, ...] = ()
 ) -> Config:
     """Validate one ``[tool.driftcheck]`` table into a :class:`Config` (``detected``: the packs
@@ -393,7 +393,7 @@ def config_from_table(
         pack = section["pack"]
         if not isinstance(pack, str):
             raise read.error("pack", f"{where} pack must be a string, got {_shown(pack)}")
-        packs = (pack,)
+        packs: tuple[str, ...] = (pack,)
     else:
         packs = detected or (NO_PACK,)
     from_pack = "canonical" not in section

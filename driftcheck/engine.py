@@ -261,7 +261,7 @@ def rule_selection(
     )
 
 
-def _check_files(
+def _check_files(  # noqa: C901 - the scan pipeline in one place: walk, context, cache, workshare, judge
     result: CheckResult,
     targets: list[Path],
     scanner: Scanner,

@@ -40,7 +40,10 @@ class _Walk:
     """State shared by one walk: what was yielded, where problems go."""
 
     def __init__(
-        self, project: Project, problems: list[Problem], stamps: dict[str, tuple] | None
+        self,
+        project: Project,
+        problems: list[Problem],
+        stamps: dict[str, tuple[int, int, int, int] | None] | None,
     ) -> None:
         self.stamps = stamps
         self.project = project
@@ -75,7 +78,7 @@ def iter_python_files(
     project: Project,
     targets: Iterable[Path],
     problems: list[Problem],
-    stamps: dict[str, tuple] | None = None,
+    stamps: dict[str, tuple[int, int, int, int] | None] | None = None,
 ) -> Iterator[tuple[str, str]]:
     """``(absolute path, canonical path)`` of each Python file under ``targets``, once each;
     ``stamps`` (when given) receives each directory walked and its stamp."""

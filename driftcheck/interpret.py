@@ -14,7 +14,7 @@ raises :class:`Unproven` naming the construct.
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from .sites.names import source_text
@@ -66,7 +66,7 @@ class Scope:
     enum_name: str
     attr_to_value: Mapping[str, str]
     methods: Mapping[str, ast.FunctionDef]
-    functions: Mapping[str, ast.FunctionDef]
+    functions: Mapping[str, ast.FunctionDef | ast.AsyncFunctionDef]
     getters: frozenset[str]
     constants: Mapping[str, frozenset[str]] = field(default_factory=dict)
     value_attributes: tuple[str, ...] = ()
@@ -165,7 +165,11 @@ class Interpreter:
         return text
 
     def _run_body(
-        self, func: ast.FunctionDef, local: dict[str, object], *, in_enum: bool
+        self,
+        func: ast.FunctionDef | ast.AsyncFunctionDef,
+        local: dict[str, object],
+        *,
+        in_enum: bool,
     ) -> object:
         if func.name in self._stack:
             raise Unproven(f"recursive predicate {func.name}()", func.lineno)
@@ -204,12 +208,12 @@ class Interpreter:
         if holder is not None:
             func = holder.methods[name]
             return self._run_body(func, {"self": Backend(self.member, holder.name)}, in_enum=True)
-        func = self.scope.methods.get(name)
-        if func is None:
+        method = self.scope.methods.get(name)
+        if method is None:
             line = getattr(node, "lineno", None)
             where = owner or self.scope.enum_name
             raise Unproven(f"method {name}() is not defined on {where}", line)
-        return self._run_body(func, {"self": Backend(self.member)}, in_enum=True)
+        return self._run_body(method, {"self": Backend(self.member)}, in_enum=True)
 
     def _holder_attribute(self, owner: Backend, node: ast.Attribute) -> tuple[bool, object]:
         """``(True, value)`` when ``owner.attr`` is a holder's property, setting or holder."""
@@ -235,7 +239,7 @@ class Interpreter:
         except Unproven:
             return False
 
-    def _eval(self, node: ast.expr, local: dict[str, object], *, in_enum: bool) -> object:
+    def _eval(self, node: ast.expr, local: dict[str, object], *, in_enum: bool) -> object:  # noqa: C901 - one branch per expression kind the interpreter evaluates
         if self.scope.free and self._text_of(node) in self.scope.free:
             return self._narrowing(node)
         if isinstance(node, ast.BoolOp):
@@ -311,9 +315,9 @@ class Interpreter:
             if isinstance(owner, Backend):
                 if node.attr == "value":
                     return owner.value
-                found, value = self._holder_attribute(owner, node)
+                found, held = self._holder_attribute(owner, node)
                 if found:
-                    return value
+                    return held
             self.seen_narrowings = recorded
         if node.attr in self.scope.value_attributes:
             return self.member
@@ -417,7 +421,7 @@ class Interpreter:
 def member_truths(
     scope: Scope,
     members: tuple[str, ...],
-    evaluate: callable,  # type: ignore[valid-type]
+    evaluate: Callable[[Interpreter], bool | None],
 ) -> dict[str, dict[tuple[tuple[str, bool], ...], bool]]:
     """Evaluate ``evaluate(interp)`` for every member under every narrowing setting it meets.
 

@@ -81,16 +81,7 @@ class Judge:
             for s in suppressions
             if s.error is None and _applicable(s, site, site.statement_line or site.span.line)
         ]
-        allowed_missing: set[str] = set()
-        allowed_extra: set[str] = set()
-        ignored: set[str] = set()
-        for s in nearby:
-            if s.verb == "allow-missing":
-                allowed_missing |= set(s.items)
-            elif s.verb == "allow-extra":
-                allowed_extra |= set(s.items)
-            elif s.verb == "ignore":
-                ignored |= set(s.items) or {"*"}
+        allowed_missing, allowed_extra, ignored = _allowed(nearby)
         policy = self.config.policy_for(site.path, site.symbol)
         if policy is not None:
             allowed_missing |= policy.allow_missing
@@ -132,3 +123,19 @@ class Judge:
         for s in nearby:
             if s.verb == verb and (not s.items or set(s.items) & codes):
                 used.add(s.line)
+
+
+def _allowed(nearby: list[Suppression]) -> tuple[set[str], set[str], set[str]]:
+    """What the suppressions on a site accept: its missing members, its extra members, and
+    the codes it ignores (``*``: every code)."""
+    allowed_missing: set[str] = set()
+    allowed_extra: set[str] = set()
+    ignored: set[str] = set()
+    for s in nearby:
+        if s.verb == "allow-missing":
+            allowed_missing |= set(s.items)
+        elif s.verb == "allow-extra":
+            allowed_extra |= set(s.items)
+        elif s.verb == "ignore":
+            ignored |= set(s.items) or {"*"}
+    return allowed_missing, allowed_extra, ignored

@@ -26,7 +26,7 @@ def at_line_starts(
     seen = -1
     position = text.find(needle)
     while position != -1:
-        start = text.rfind(newline, 0, position) + 1  # type: ignore[arg-type]
+        start = text.rfind(newline, 0, position) + 1
         if start != seen and (not column_zero or start == position):
             seen = start
             match = pattern.match(text, start)

@@ -97,7 +97,8 @@ def group_anchors(anchors: tuple[bytes, ...]) -> tuple[tuple[bytes, tuple[bytes,
     """``anchors`` grouped under the longest piece (of 6 to 8 bytes) that the most of them
     share, greedily; an anchor that shares none with another is a group of its own, under
     itself."""
-    left, groups = list(anchors), []
+    left = list(anchors)
+    groups: list[tuple[bytes, tuple[bytes, ...]]] = []
     while left:
         counts: dict[bytes, int] = {}
         for anchor in left:

@@ -39,7 +39,7 @@ class Suppression:
         }  # fmt: skip
 
     @staticmethod
-    def from_dict(data: dict) -> Suppression:  # type: ignore[type-arg]
+    def from_dict(data: dict) -> Suppression:
         """Inverse of :meth:`to_dict`."""
         return Suppression(**{**data, "items": tuple(data["items"])})
 

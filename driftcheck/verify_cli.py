@@ -82,7 +82,7 @@ def _arms(value: str) -> tuple[str, str]:
     arms = tuple(a.strip() for a in value.split(",") if a.strip())
     if len(arms) != 2 or arms[0] == arms[1]:
         raise click.BadParameter("give two different members: REFERENCE,TEST")
-    return arms  # type: ignore[return-value]
+    return arms
 
 
 @click.command("verify")

@@ -338,7 +338,7 @@ def family_findings(rule: Rule, site: Site, judgement: Judgement) -> list[Findin
     ]
 
 
-def _canonical(family) -> str:  # type: ignore[no-untyped-def]
+def _canonical(family) -> str:
     """``canonical: is_deepep_class_backend``, or how an inferred family was found."""
     if family.inferred:
         return f"{family.provenance()}; no helper defines it: `driftcheck discover` proposes one"

@@ -46,7 +46,7 @@ def _qualified_calls(tree: ast.Module, helper: str) -> Iterator[tuple[str, ast.C
         node, names = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names = (*names, node.name)
-        elif call_name(node) == helper:
+        elif isinstance(node, ast.expr) and call_name(node) == helper:
             assert isinstance(node, ast.Call)
             yield ".".join(names) or "<module>", node
         stack.extend((child, names) for child in ast.iter_child_nodes(node))

@@ -232,7 +232,7 @@ def site_scope(
     constants = {**base.constants, **string_constants(tree.body)}
     if function is not None:
         constants.update(string_constants(function.body))
-    return replace(base, functions=functions, constants=constants, aliases=base.aliases | aliases)  # type: ignore[arg-type]
+    return replace(base, functions=functions, constants=constants, aliases=base.aliases | aliases)
 
 
 def free_operands(

@@ -18,9 +18,11 @@ REPORT = re.compile(r"(?P<run>\w+?)_w(?P<world>\d+)\.json$")
 
 SETUP = """\
 # on the device machine (python3 3.12, torch 2.11.0+cu130, nvcc 13.0), from this repository
-# with .gpu/ (DeepGEMM with its submodules' headers, trees/sglang-X.Y.Z) and .whl/ (libcst)
-# carried: installs driftcheck, builds DeepGEMM (~110 s), runs every command below
-bash scripts/gpu_runs.sh OUT .gpu "2 4" "k3_0523 k3_0521 qwen3_0517:2 k3_0523_pplx:2\""""
+# with .gpu/ and .whl/ carried (26 MiB: DeepGEMM.tar.xz, sgl-project/DeepGEMM a348cd9 with the
+# cutlass f3fde58 and fmt 553ec11 headers its submodules pin; trees/sglang-X.Y.Z.tar.xz, every
+# .py file of the release's wheel; .whl/ libcst 1.9.0 for cp312): unpacks them, installs
+# driftcheck, builds DeepGEMM (~110 s), runs every command below (321 s in all)
+bash scripts/gpu_runs.sh OUT .gpu "2 4" "k3_0523 k3_0521 qwen3_0517:2 k3_0523_pplx\""""
 
 
 def _reports() -> list[tuple[str, int, dict[str, Any]]]:
@@ -59,7 +61,7 @@ def _rows(run: str, world: int, report: dict[str, Any]) -> list[str]:
             f"| {run} | {world} | {sites} | `{unit['block']}` | {deciding['configuration']['name']} "
             f"| {arms['reference']} / {arms['test']} / {arms['control'] or '-'} "
             f"| {before.get('rel_l2', float('nan')):.3g} ({before.get('top5_token_agreement')}) "
-            f"| {control.get('rel_l2', float('nan')):.2e} "
+            f"| {_number(control.get('rel_l2'))} "
             f"| {after.get('rel_l2', float('nan')):.2e} ({after.get('top5_token_agreement')}) "
             f"| {deciding['criterion']['noise']:.2e} | **{unit['verdict']}** |"
         )
@@ -127,6 +129,11 @@ def render() -> str:
             out.append(f"- {run}, W={world}, `{site['symbol']}` :{site['line']}: {site['reason']}")
     out += ["", "## Commands", "", "```", SETUP, "", commands, "```", ""]
     return "\n".join(out)
+
+
+def _number(value: float | None) -> str:
+    """A relative L2 as the table gives it (``-``: not measured, as with no control arm)."""
+    return "-" if value is None else f"{value:.2e}"
 
 
 def main() -> None:

@@ -8,6 +8,9 @@
 #   DeepGEMM/            a checkout of sgl-project/DeepGEMM with its submodules' headers
 #   trees/sglang-X.Y.Z/  the files of each release the runs lint and execute
 #   ../.whl/*.whl        libcst for the machine's python3 (the image has click and numpy)
+# DeepGEMM/ and the trees may come packed instead, to stay under the carry limit: each
+# GPU_DIR/NAME.tar.xz and GPU_DIR/trees/NAME.tar.xz (holding NAME's contents: setup.py ...,
+# sglang/...) is unpacked into NAME/ beside it first, unless NAME/ is there already.
 # STEPS (default "k3_0523 k3_0521 qwen3_0517") picks the runs, each at every world size or only
 # at the one after a colon (qwen3_0517:2); k3_0523_pplx runs the held-back member (--arms
 # deepep,pplx --unsafe-fixes). Each run writes OUT/<name>_w<W>.json and .md and
@@ -20,6 +23,20 @@ steps=${4:-"k3_0523 k3_0521 qwen3_0517"}
 repo=$(pwd)
 work=$(mktemp -d)
 mkdir -p "$work/runs"
+
+for archive in "$gpu"/*.tar.xz "$gpu"/trees/*.tar.xz; do
+    [[ -f $archive ]] || continue
+    dest=${archive%.tar.xz}
+    [[ -d $dest ]] && continue
+    rm -rf "$dest.part" && mkdir -p "$dest.part" || exit 2
+    if command -v xz >/dev/null; then
+        tar -xJf "$archive" -C "$dest.part"
+    else
+        python3 -c 'import sys, tarfile
+tarfile.open(sys.argv[1]).extractall(sys.argv[2], filter="data")' "$archive" "$dest.part"
+    fi && mv "$dest.part" "$dest" || { echo "error: cannot unpack $archive"; exit 2; }
+    echo "unpacked $(basename "$archive"): $(find "$dest" -type f | wc -l) files"
+done
 
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
     "$repo"/.whl/*.whl || exit 2

@@ -207,7 +207,8 @@ def test_fix_refuses_a_file_with_a_syntax_error_anywhere_before_it_writes(
     assert result.exit_code == 2
     assert (sglang_like / KIMI).read_bytes() == before
     assert result.stderr.splitlines() == [
-        "sglang/srt/models/dense_like.py:10: fixed DC001 (minimal): False -> True for deepep_v2",
+        "sglang/srt/models/dense_like.py:10: fixed DC001 (minimal): False -> True for deepep_v2; "
+        "unsafe: deepep_v2 (no same-role site lists it)",
         f"{KIMI}: error: not fixed: the file does not compile (line 35: invalid syntax)",
         "Fixed 1 finding in 1 file; 1 remains.",
     ]

@@ -32,7 +32,7 @@ HELPER = "sglang/srt/layers/moe/utils.py"
 HOSTILE_MODEL = "sglang/srt/models/hostile_model.py"
 KIMI_LIKE_MESSAGE = (
     "_uses_ep_a2a enumerates 3 of 5 DeepEP-family backends; missing deepep_v2 (latent), "
-    "pplx (canonical: is_deepep_class_backend)"
+    "pplx (held back: no same-role site lists it) (canonical: is_deepep_class_backend)"
 )
 TREES = ["sglang_like", "config_like", "platform_like", "hostile"]
 
@@ -173,7 +173,7 @@ async def test_diagnostics_equal_the_cli_on_kimi_k3_of_sglang_0_5_23(
         assert shown(await session.open(sglang_0_5_23 / kimi_k3)) == expected
         assert [m for *_, m in expected] == [
             "_uses_ep_a2a enumerates 3 of 5 DeepEP-family backends; missing deepep_v2 (latent), "
-            "pplx (canonical: is_deepep_class_backend)"
+            "pplx (held back: no same-role site lists it) (canonical: is_deepep_class_backend)"
         ]
 
 
@@ -293,33 +293,58 @@ async def test_the_baseline_setting_hides_what_the_baseline_holds(tmp_path: Path
 # -- code actions -------------------------------------------------------------------------
 @pytest.mark.asyncio
 @pytest.mark.parametrize(
-    ("title", "style"),
+    ("title", "options"),
     [
-        ("Add the missing members (minimal): deepep_v2, pplx: False -> True", "minimal"),
-        ("Call the helper is_deepep_class_backend(): deepep_v2, pplx: False -> True", "helper"),
+        ("Add the missing members (minimal): deepep_v2: False -> True", ["--fix-style", "minimal"]),
+        (
+            "Add the missing members (minimal): deepep_v2, pplx: False -> True (unsafe)",
+            ["--fix-style", "minimal", "--unsafe-fixes"],
+        ),
+        (
+            "Call the helper is_deepep_class_backend(): deepep_v2, pplx: False -> True (unsafe)",
+            ["--fix-style", "helper", "--unsafe-fixes"],
+        ),
     ],
 )
-async def test_a_quick_fix_writes_what_fix_writes(editor: Editor, title: str, style: str) -> None:
+async def test_a_quick_fix_writes_what_fix_writes(
+    editor: Editor, title: str, options: list[str]
+) -> None:
+    """Each style's safe fix, and where members are held back, the same style as
+    ``--unsafe-fixes`` writes it: the minimal safe fix is the preferred one (the helper's
+    safe fix is refused here: calling the helper would add the held-back member too)."""
     path = editor.root / KIMI_LIKE
     (diagnostic,) = await editor.open(path)
     actions = await editor.code_actions(path, diagnostic.range)
     action = titled(actions, title)
     assert action.kind == "quickfix"
-    assert action.is_preferred == (True if style == "minimal" else None)
-    assert editor.applied(path, action) == cli_fixed(editor.root, KIMI_LIKE, "--fix-style", style)
+    assert action.is_preferred == (
+        True if title.startswith("Add") and "unsafe" not in title else None
+    )
+    assert editor.applied(path, action) == cli_fixed(editor.root, KIMI_LIKE, *options)
 
 
 @pytest.mark.asyncio
-async def test_fix_all_writes_what_fix_writes_for_the_whole_document(tmp_path: Path) -> None:
+async def test_fix_all_writes_what_fix_writes_for_the_whole_document(editor: Editor) -> None:
+    path = editor.root / KIMI_LIKE
+    await editor.open(path)
+    everywhere = types.Range(types.Position(0, 0), types.Position(0, 0))
+    (action,) = await editor.code_actions(path, everywhere, ["source.fixAll.driftcheck"])
+    assert action.title == "Fix all driftcheck findings"
+    assert action.kind == "source.fixAll.driftcheck"
+    assert editor.applied(path, action) == cli_fixed(editor.root, KIMI_LIKE)
+
+
+@pytest.mark.asyncio
+async def test_fix_all_with_unsafe_fixes_set_writes_what_unsafe_fixes_writes(
+    tmp_path: Path,
+) -> None:
     root = copy_tree(tmp_path, "hostile")
-    async with serving(root) as session:
+    async with serving(root, {"unsafeFixes": True}) as session:
         path = root / HOSTILE_MODEL
         await session.open(path)
         everywhere = types.Range(types.Position(0, 0), types.Position(0, 0))
         (action,) = await session.code_actions(path, everywhere, ["source.fixAll.driftcheck"])
-        assert action.title == "Fix all driftcheck findings"
-        assert action.kind == "source.fixAll.driftcheck"
-        assert session.applied(path, action) == cli_fixed(root, HOSTILE_MODEL)
+        assert session.applied(path, action) == cli_fixed(root, HOSTILE_MODEL, "--unsafe-fixes")
 
 
 @pytest.mark.asyncio
@@ -373,7 +398,10 @@ async def test_hover_on_a_finding_shows_the_canonicals_members_and_the_sites(
         f"{KIMI_LIKE_MESSAGE}\n\n"
         "- canonical `is_deepep_class_backend`: deepep, deepep_v2, mooncake, mori, pplx\n"
         "- this site: deepep, mooncake, mori, ascend_fuseep, megamoe, flashinfer_megamoe\n"
-        "- missing: deepep_v2 (latent), pplx\n"
+        "- missing: deepep_v2, pplx\n"
+        "  - deepep_v2: safe: latent (becomes live when KimiLikeForCausalLM is registered via "
+        "register_deepep_v2_model)\n"
+        "  - pplx: held back: no same-role site lists it\n"
         "- also names: megamoe, flashinfer_megamoe, ascend_fuseep\n"
     )
 

@@ -110,7 +110,7 @@ def _nesting(finding: Finding) -> int:
         return 0
 
 
-def _plan_file(
+def _plan_file(  # noqa: C901 - each way a plan can fail is caught where it happens, so one bad site never stops the file
     result: CheckResult, rel: str, findings: list[Finding], style: str, unsafe: bool
 ) -> list[tuple[int, Fix | None, str | None]]:
     scan = result.scans.get(rel)
@@ -196,7 +196,7 @@ def _bug(exc: Exception) -> str:
     return f"driftcheck bug while planning the fix ({type(exc).__name__}: {exc}); please report it"
 
 
-def _context(result: CheckResult, rel: str, source, key: str) -> FileContext:  # type: ignore[no-untyped-def]
+def _context(result: CheckResult, rel: str, source, key: str) -> FileContext:
     loaded = result.loaded_for(key)
     assert loaded is not None
     return FileContext(

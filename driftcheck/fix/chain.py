@@ -202,6 +202,7 @@ def collection_chain(fragment: CstFragment, node: cst.BaseExpression) -> Chain |
     tokens: list[tuple[str, cst.CSTNode]] = []
     for element in node.elements:
         item = element.value if isinstance(element, cst.Element) else element
+        assert isinstance(item, (cst.BaseExpression, cst.StarredElement))
         tokens.extend(("paren", p) for p in item.lpar)
         tokens.append(("item", item))
         tokens.extend(("paren", p) for p in item.rpar)

@@ -18,7 +18,7 @@ import ast
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from driftcheck.interpret import Interpreter, Scope, Unproven
 from driftcheck.model import Site, Universe
@@ -122,12 +122,15 @@ def compute_change(
     """
     scope = replace(scope, aliases=frozenset(scope.aliases) | {BACKEND})
     try:
-        trees = [_Normalise(receivers).visit(Fragment(text).node) for text in (before, after)]
+        parsed = [_Normalise(receivers).visit(Fragment(text).node) for text in (before, after)]
     except FragmentError as exc:
         raise FlipError(str(exc)) from exc
     names = [dict(before_names or {}), dict(after_names or {})]
     free: dict[str, str] = {}
-    trees = [_bind_free(tree, scope, universe, free, names[i]) for i, tree in enumerate(trees)]
+    trees = [
+        _bind_free(cast(ast.expr, tree), scope, universe, free, names[i])
+        for i, tree in enumerate(parsed)
+    ]
     directions: list[tuple[str, str]] = []
     for member in universe.values:
         seen: set[tuple[bool, bool]] = set()

@@ -19,7 +19,7 @@ without parentheses, they read as one flat chain); collections get new ``Element
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from .chain import Chain, has_newline
 from .cstfragment import replace_nodes
@@ -75,7 +75,9 @@ class ChainEdit:
             first = _with_line(template, line)
             if first is not None:
                 self.after[last] = [(first, nodes[0]), *((template, n) for n in nodes[1:])]
-                self.bracket_space = _without_line(chain.bracket.whitespace_before)
+                # a chain whose separators break lines: the bracket's space holds a line
+                space = cast("cst.ParenthesizedWhitespace", chain.bracket.whitespace_before)
+                self.bracket_space = _without_line(space)
                 self.tail_used = chain.bracket is chain.fragment.root.rpar[-1]
                 return
         self.after[last] = [(template, n) for n in nodes]
@@ -158,7 +160,10 @@ class ChainEdit:
 
         elements: list[cst.BaseElement] = []
         for index, element in enumerate(self.chain.top.elements):  # type: ignore[attr-defined]
-            elements.extend(cst.Element(value=n, comma=s) for n, s in self.before.get(index, []))
+            elements.extend(
+                cst.Element(value=n, comma=cast(cst.Comma, s))
+                for n, s in self.before.get(index, [])
+            )
             added = self.after.get(index, [])
             if not added:
                 elements.append(element)
@@ -169,7 +174,7 @@ class ChainEdit:
                     comma = added[position + 1][0]
                 else:
                     comma = self.final.get(index, element.comma)
-                elements.append(cst.Element(value=node, comma=comma))
+                elements.append(cst.Element(value=node, comma=cast(cst.Comma, comma)))
         return elements
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from driftcheck.sites.terms import collection_members
@@ -177,7 +177,7 @@ def _plan_single(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> R
     )
 
 
-def stands_alone(ctx: FileContext, site) -> bool:  # type: ignore[no-untyped-def]
+def stands_alone(ctx: FileContext, site) -> bool:
     """Whether the term is a whole ``if`` test, assigned or returned value, or keyword."""
     for node in ast.walk(ctx.tree):
         for child in ast.iter_child_nodes(node):
@@ -369,19 +369,20 @@ def _constant_definition(
     raise Refusal(f"constant {name} is not assigned in this module")
 
 
-def _assigned_values(nodes: list[ast.AST], name: str) -> list[ast.expr]:
+def _assigned_values(nodes: Sequence[ast.AST], name: str) -> list[ast.expr]:
     values: list[ast.expr] = []
     for node in nodes:
-        if (
+        assigns = (
             isinstance(node, ast.Assign)
             and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
         ) or (
             isinstance(node, (ast.AnnAssign, ast.AugAssign))
             and isinstance(node.target, ast.Name)
             and node.target.id == name
-            and node.value is not None
-        ):
-            values.append(node.value)
+        )
+        value = getattr(node, "value", None)
+        if assigns and isinstance(value, ast.expr):
+            values.append(value)
     return values
 
 

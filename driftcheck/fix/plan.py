@@ -8,6 +8,7 @@ rewrite leaves unused), plus the two expressions whose values per backend state 
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -46,8 +47,8 @@ class Rewrite:
     before: str
     after: str
     receivers: frozenset[str]
-    before_names: dict[str, object] = field(default_factory=dict)
-    after_names: dict[str, object] = field(default_factory=dict)
+    before_names: Mapping[str, object] = field(default_factory=dict)
+    after_names: Mapping[str, object] = field(default_factory=dict)
     import_line: str | None = None
     removed: tuple[tuple[int, int], ...] = ()  # ranges of operands the rewrite deletes
 
@@ -95,7 +96,7 @@ class FileContext:
                 pending.extend(case.body)
         return found
 
-    def enclosing(self, line: int) -> list[ast.AST]:
+    def enclosing(self, line: int) -> list[ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef]:
         """The classes and functions whose source holds ``line``, outermost first."""
         found = [n for n in self.definitions if n.lineno <= line <= (n.end_lineno or n.lineno)]
         return sorted(found, key=lambda n: (n.lineno, -(n.end_lineno or n.lineno)))

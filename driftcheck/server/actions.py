@@ -7,13 +7,13 @@ shows it and offers no edit):
   ``Call the helper``), each exactly what ``driftcheck check --fix --fix-style STYLE`` writes
   for that finding (:func:`driftcheck.fix.apply.attach_fixes` then
   :func:`~driftcheck.fix.apply.apply_fixes`, nothing written), titled with the backends it
-  flips (``deepep_v2, pplx: False -> True``);
+  flips (``deepep_v2: False -> True``); where the finding holds members back, each style is
+  offered a second time as ``--unsafe-fixes`` writes it, its title ending in ``(unsafe)``:
+  choosing a quick fix is the review an unsafe fix asks for, as in ``ruff server``;
 - a suppression: ``# driftcheck: allow-missing[...] -- <reason>`` on the site's first line
   (``ignore[CODE]`` for a finding that misses nothing);
-- fix all: what ``driftcheck check --fix`` writes for the whole document.
-
-Whether a fix may be applied without review (ruff's safe and unsafe fixes) would be decided
-here too: each proposal comes from :func:`_proposal`.
+- fix all: what ``driftcheck check --fix`` writes for the whole document (with the
+  ``unsafeFixes`` setting, what ``--fix --unsafe-fixes`` writes).
 """
 
 from __future__ import annotations
@@ -111,22 +111,27 @@ def quick_fixes(result: CheckResult, finding: Finding, preferred: str) -> list[P
         return []
     proposals: list[Proposal] = []
     seen: set[tuple[str, str | None, str | None]] = set()
-    for style in STYLES:
-        planned = attach_fixes(result, [finding], style)
-        fix = planned[0].fix
-        outcome = _fixed(result, planned)
-        title = _title(result, finding, style, fix)
-        if (title, *outcome) in seen:
-            continue
-        seen.add((title, *outcome))
-        chosen = fix.style if fix is not None else style
-        proposals.append(_proposal(title, QUICKFIX, outcome, chosen == preferred, finding))
+    for unsafe in (False, True):
+        for style in STYLES:
+            planned = attach_fixes(result, [finding], style, unsafe=unsafe)
+            fix = planned[0].fix
+            outcome = _fixed(result, planned)
+            title = _title(result, finding, style, fix)
+            offered = {text for _, text, _ in seen}
+            if (title, *outcome) in seen or (unsafe and outcome[0] in offered | {None}):
+                continue
+            seen.add((title, *outcome))
+            title += " (unsafe)" if unsafe else ""
+            chosen = fix.style if fix is not None else style
+            preferred_here = chosen == preferred and not unsafe
+            proposals.append(_proposal(title, QUICKFIX, outcome, preferred_here, finding))
     return proposals
 
 
-def fix_all(result: CheckResult, style: str) -> Proposal:
-    """Every fix of the document, as ``driftcheck check --fix`` makes them."""
-    findings = attach_fixes(result, result.findings, style)
+def fix_all(result: CheckResult, style: str, unsafe: bool = False) -> Proposal:
+    """Every fix of the document, as ``driftcheck check --fix`` makes them (``unsafe``: as
+    ``--fix --unsafe-fixes`` makes them)."""
+    findings = attach_fixes(result, result.findings, style, unsafe=unsafe)
     return _proposal("Fix all driftcheck findings", FIX_ALL, _fixed(result, findings))
 
 

@@ -8,7 +8,9 @@ Markdown, one block per finding under the cursor::
 
     - canonical `is_deepep_class_backend`: deepep, deepep_v2, mooncake, mori, pplx
     - this site: deepep, mooncake, mori, megamoe, flashinfer_megamoe, ascend_fuseep
-    - missing: deepep_v2 (latent), pplx
+    - missing: deepep_v2, pplx
+      - deepep_v2: safe: latent (becomes live when ... is registered via ...)
+      - pplx: held back: no same-role site lists it
 
 Then, for a finding that rests on other sites (DC020), each piece of evidence with its place.
 """
@@ -38,8 +40,11 @@ def hover_text(result: CheckResult, finding: Finding) -> str:
     if site is not None and universe is not None:
         lines.append(f"- this site: {_listed(universe.order(site.members))}")
     if finding.missing:
-        missing = [f"{m} (latent)" if m in finding.latent else m for m in finding.missing]
-        lines.append(f"- missing: {_listed(missing)}")
+        lines.append(f"- missing: {_listed(finding.missing)}")
+        lines += [
+            f"  - {a.member}: {'safe' if a.safe else 'held back'}: {a.reason}"
+            for a in finding.applicability
+        ]
     if finding.extra:
         lines.append(f"- also names: {_listed(finding.extra)}")
     canonical = (family.path, family.line) if family is not None else None

@@ -103,8 +103,8 @@ class Session:
             if key not in self.projects:
                 self.projects[key] = self._load(found.root, cwd)
             self._keys[directory] = key
-        key = self._keys[directory]
-        project = self.projects.get(key) if key is not None else None
+        chosen = self._keys[directory]
+        project = self.projects.get(chosen) if chosen is not None else None
         return project if isinstance(project, LiveProject) else None
 
     def preload(self, folder: Path) -> None:
@@ -227,7 +227,7 @@ class Session:
                 if suppression is not None:
                     proposals.append(suppression)
         if asked(actions.FIX_ALL) and any(actions.fixable(f) for f in result.findings):
-            proposals.append(actions.fix_all(result, style))
+            proposals.append(actions.fix_all(result, style, self.settings.unsafe_fixes))
         return proposals
 
     def hover(self, judged: Judged, position: types.Position) -> str | None:

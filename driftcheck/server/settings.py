@@ -5,10 +5,10 @@ Read from ``initializationOptions`` and from ``workspace/didChangeConfiguration`
 
     {"configuration": "python/pyproject.toml", "baseline": ".driftcheck-baseline.json",
      "select": ["DC0"], "ignore": ["DC005"], "extendSelect": ["DC010"],
-     "fixStyle": "helper", "debounceMs": 0}
+     "fixStyle": "helper", "unsafeFixes": false, "debounceMs": 0}
 
 Each key means what the option of the same name means to ``driftcheck check`` (``--config``,
-``--baseline``, ``--select``...); a relative path is relative to the workspace folder, as an
+``--baseline``, ``--select``, ``--unsafe-fixes``...); a relative path is relative to the workspace folder, as an
 option's is to the working directory. ``debounceMs`` is how long a document must stay
 unchanged before it is judged again (0: at once; changes made meanwhile are judged together).
 """
@@ -37,6 +37,7 @@ class Settings:
     ignore: tuple[str, ...] = ()
     extend_select: tuple[str, ...] = ()
     fix_style: str | None = None
+    unsafe_fixes: bool = False
     debounce_ms: int = 0
 
     @staticmethod
@@ -52,6 +53,9 @@ class Settings:
         fix_style = options.get("fixStyle")
         if fix_style is not None and fix_style not in FIX_STYLES:
             raise SettingsError(f"fixStyle: expected one of {', '.join(FIX_STYLES)}")
+        unsafe = options.get("unsafeFixes", False)
+        if not isinstance(unsafe, bool):
+            raise SettingsError("unsafeFixes: expected true or false")
         debounce = options.get("debounceMs", 0)
         if not isinstance(debounce, int) or isinstance(debounce, bool) or debounce < 0:
             raise SettingsError("debounceMs: expected a number of milliseconds")
@@ -62,6 +66,7 @@ class Settings:
             ignore=_codes(options, "ignore"),
             extend_select=_codes(options, "extendSelect"),
             fix_style=fix_style,
+            unsafe_fixes=unsafe,
             debounce_ms=debounce,
         )
 

@@ -76,10 +76,10 @@ def classify(
         if _raises_or_warns(stmt.body) or (not is_elif and _raises(stmt.orelse)):
             return "allowlist"
         for test in _chain_tests(stmt, parent_if):
-            if any(is_backend_term(sub) for sub in ast.walk(test)):
+            if any(isinstance(sub, ast.expr) and is_backend_term(sub) for sub in ast.walk(test)):
                 return "dispatch"
     for guard in guards:
-        if any(is_other_backend_test(sub) for sub in ast.walk(guard)):
+        if any(isinstance(sub, ast.expr) and is_other_backend_test(sub) for sub in ast.walk(guard)):
             return "dispatch"
     return "property"
 

@@ -317,7 +317,7 @@ class SiteFinder:
                 continue
             if isinstance(node, (ast.BoolOp, ast.UnaryOp, ast.Compare, ast.Call, ast.Attribute)):
                 for lens in lenses:
-                    shape = lens.builder.shape(node, lens.scope, lens.constants)  # type: ignore[arg-type]
+                    shape = lens.builder.shape(node, lens.scope, lens.constants)
                     if shape is not None:
                         self._add(shape, node, stmt, qualname, lens, func, guards, parent_if)
             children = [

@@ -118,17 +118,17 @@ class TermReader:
         items = _collection_items(node)
         if items is None:
             return None
-        kinds = set()
-        members = set()
+        kinds: set[str] = set()
+        found: set[str] = set()
         for elt in items:
             single = single_value(elt, self.universe)
             if single is None:
                 continue
             kinds.add(single[0])
-            members.add(single[1])
-        if not members:
+            found.add(single[1])
+        if not found:
             return None
-        return ("enum" if kinds == {"enum"} else "string", frozenset(members))
+        return ("enum" if kinds == {"enum"} else "string", frozenset(found))
 
     def _helper(self, name: str | None, access: str, node: ast.expr) -> Term | None:
         family = self.helpers.get(name or "")

@@ -153,13 +153,13 @@ def find_domain(index: SourceIndex, located: Located) -> Domain:
     assert located.function is not None
     search.function(module, owner, located.function)
     if search.enum is not None:
-        holder = search.setting
+        setting = search.setting
         return Domain(
             search.enum[0],
             search.enum[1],
-            holder[0] if holder else None,
-            holder[1] if holder else None,
-            holder[2] if holder else None,
+            setting[0] if setting else None,
+            setting[1] if setting else None,
+            setting[2] if setting else None,
         )
     if search.setting is not None:
         holder_module, holder, attr = search.setting

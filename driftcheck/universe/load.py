@@ -93,12 +93,11 @@ class _Builder:
             if len(vocabulary.members) < 2:
                 where = domain.enum_module or domain.holder_module or extra
                 assert where is not None
+                definition = domain.enum_class or domain.holder
                 raise UniverseError(
                     self.index.rel(where.path),
                     f"{_universe_name(domain)} has fewer than two members",
-                    (domain.enum_class or domain.holder).lineno
-                    if (domain.enum_class or domain.holder)
-                    else None,
+                    definition.lineno if definition else None,
                 )
             self.by_key[key] = (domain, vocabulary, [], [m.path for m in modules])
             self.order.append(key)
@@ -147,21 +146,15 @@ class _Builder:
 
     def _table(self, scope: Scope, located: Located, values: tuple[str, ...]):
         if located.kind == "constant":
-            assert located.value is not None
-            return member_truths(
-                scope,
-                values,
-                lambda interp: _constant_truth(interp, located.value),  # type: ignore[arg-type]
-            )
+            value = located.value
+            assert value is not None
+            return member_truths(scope, values, lambda interp: _constant_truth(interp, value))
         assert located.function is not None
         if located.kind in ("method", "property") and located.owner is not None:
             if located.owner.name == scope.enum_name:
                 return member_truths(scope, values, lambda interp: interp.method(located.name))
-            return member_truths(
-                scope,
-                values,
-                lambda interp: interp.method(located.name, located.owner.name),  # type: ignore[union-attr]
-            )
+            owner = located.owner.name
+            return member_truths(scope, values, lambda interp: interp.method(located.name, owner))
         local = replace(scope, functions={**scope.functions, SITE_FUNCTION: located.function})
         return member_truths(local, values, lambda interp: interp.call_function(SITE_FUNCTION))
 
@@ -255,8 +248,8 @@ def load_universes(root: Path, config: Config) -> Loaded:
             except UniverseError:
                 continue
     elif not builder.order:
-        domain = _fallback_domain(builder.index, config, missing)
-        if domain is None:
+        fallback = _fallback_domain(builder.index, config, missing)
+        if fallback is None:
             first = (
                 failures[0]
                 if failures
@@ -269,7 +262,7 @@ def load_universes(root: Path, config: Config) -> Loaded:
                 "`driftcheck discover` lists candidates)",
                 first.line,
             )
-        builder.universe_for(domain, None)
+        builder.universe_for(fallback, None)
     loaded.missing = failures
     loaded.warnings.extend(
         f"{exc.message}; families are inferred from the tree's hand-written copies instead"

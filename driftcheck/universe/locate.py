@@ -97,7 +97,7 @@ def locate(index: SourceIndex, spec: str) -> Located:
     if len(parts) == 1:
         func = module.functions.get(qualname)
         if func is not None:
-            found = Located(spec, module, qualname, "function", func, None, None, func.lineno)  # type: ignore[arg-type]
+            found = Located(spec, module, qualname, "function", func, None, None, func.lineno)
         else:
             assign = _constant(module.tree.body, qualname)
             if assign is not None:

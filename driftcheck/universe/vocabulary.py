@@ -10,10 +10,11 @@ member; one whose value does not depend on the member is not part of the vocabul
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..interpret import HolderClass, Scope, Unproven, member_truths
+from ..interpret import HolderClass, Interpreter, Scope, Truth, Unproven, member_truths
 from ..model import Conditions, Member, MethodPredicate
 from .domain import Domain, returned_class
 from .enums import enum_members, zero_arg_methods
@@ -281,7 +282,7 @@ def build_vocabulary(
                 continue
             try:
                 table = member_truths(
-                    scope, values, lambda interp, n=name, o=owner: interp.method(n, o)
+                    scope, values, functools.partial(_method_truth, name=name, owner=owner)
                 )
             except Unproven:
                 continue
@@ -302,3 +303,8 @@ def build_vocabulary(
     return Vocabulary(
         members, scope, predicates, frozenset(getters), holders, names, tuple(modules)
     )
+
+
+def _method_truth(interp: Interpreter, *, name: str, owner: str) -> Truth:
+    """Method or property ``name`` of ``owner`` (``""``: the enum) for ``interp``'s member."""
+    return interp.method(name, owner)

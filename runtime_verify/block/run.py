@@ -10,6 +10,7 @@ without a run.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -126,7 +127,7 @@ def run_layer(
             f"{job.arms.test} (test), {job.arms.control or 'no'} control; "
             f"{job.settings.world_size} ranks on {job.settings.device}, shape {job.settings.shape}, runner {job.settings.runner}"
         )
-        ran = launch_job(job, lambda text, label=label: emit(f"{label}: {text}"))
+        ran = launch_job(job, functools.partial(_labelled, emit, label))
         report["environment"] = report["environment"] or ran["environment"]
         report["runner"] = report["runner"] or ran["runner"]
         report["units"].append(_unit_entry(unit, job, ran))
@@ -188,3 +189,8 @@ def executed_summary(run: dict[str, Any]) -> str:
         if entry["qualname"] != "<module>"
     ]
     return ", ".join(parts)
+
+
+def _labelled(emit: Callable[[str], None], label: str, text: str) -> None:
+    """``emit`` the progress line ``text`` of the unit ``label``."""
+    emit(f"{label}: {text}")

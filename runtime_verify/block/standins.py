@@ -109,6 +109,7 @@ class StandIn:
     """An inert answer for a name the harness does not provide (see the module docstring)."""
 
     __slots__ = ("_name",)
+    _name: str
 
     def __init__(self, name: str) -> None:
         object.__setattr__(self, "_name", name)
@@ -139,8 +140,8 @@ class StandIn:
     def __enter__(self) -> StandIn:
         return self
 
-    def __exit__(self, *exc: object) -> bool:
-        return False
+    def __exit__(self, *exc: object) -> None:
+        return None
 
     def __mro_entries__(self, bases: tuple[object, ...]) -> tuple[type, ...]:
         return (object,)
@@ -174,7 +175,7 @@ class StandIn:
 
     # what lets the stand-in's answer decide
     __bool__ = _branch
-    __lt__ = __le__ = __gt__ = __ge__ = _branch  # type: ignore[assignment]
+    __lt__ = __le__ = __gt__ = __ge__ = _branch
     __contains__ = _branch
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _number
     __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = _number

@@ -40,7 +40,7 @@ class LineTrace:
 
     def __exit__(self, *exc: object) -> None:
         sys.settrace(self._previous)
-        threading.settrace(self._previous)  # type: ignore[arg-type]
+        threading.settrace(self._previous)
 
     def executed(self, relative: Callable[[str], str]) -> list[dict[str, Any]]:
         """``[{"path", "qualname", "lines"}]`` sorted by path and first line (``relative``

@@ -83,7 +83,7 @@ def _probe(rank: int, shape_name: str, world_size: int, seed: int) -> dict[str, 
         kind = KIND_OF[implementation]
         dispatcher = make_dispatcher(kind, kind, comm, layer, TorchRunner())
         combined = dispatcher(local, expert_ids, weights)
-        held = dispatcher.last
+        held = getattr(dispatcher, "last", None)
         assert held is not None
         outputs[implementation] = comm.all_gather_rows(combined, counts)
         report[implementation] = {

@@ -100,7 +100,7 @@ def make_runner(requested: str, device: torch.device, dtype: torch.dtype) -> tup
     if device.type != "cuda" or dtype != torch.bfloat16:
         return TorchRunner(), f"deep_gemm needs CUDA and bfloat16 (here {device.type}, {dtype})"
     try:
-        import deep_gemm  # type: ignore[import-not-found]
+        import deep_gemm
     except Exception as exc:  # an ImportError, or a broken extension's OSError
         return TorchRunner(), f"deep_gemm is not importable: {type(exc).__name__}: {exc}"
     if not hasattr(deep_gemm, "m_grouped_bf16_gemm_nt_contiguous"):
