@@ -1,6 +1,6 @@
 """driftcheck beside its peers on a whole SGLang release, run by run (A B A B ...).
 
-    python benchmarks/bench_check.py [--version 0.5.23] [--runs 7]
+    python benchmarks/bench_check.py [--version 0.5.23] [--runs 7] [--vllm-only]
 
 Each case alternates driftcheck and its peer, one run each, ``--runs`` times, and prints the
 min/median/max of each side and the median of the paired ratios (each driftcheck run divided
@@ -25,6 +25,9 @@ by the peer run beside it, so a machine that slows down for a while slows both s
 * **cold, whole tree, driftcheck compiled from source**: the cold case again, driftcheck's
   modules copied without their bytecode and run with ``PYTHONDONTWRITEBYTECODE=1`` (what
   every run costs over a source checkout in an environment that forbids writing bytecode);
+* **cold, vLLM 0.33.0, zero configuration**: ``driftcheck --no-cache vllm`` on the pinned
+  vLLM tree, no configuration (the tree selects the vLLM pack), against ``ruff check
+  --select PLR1714 --no-cache vllm`` (``--vllm-only`` runs this case alone);
 
 and the peak memory of driftcheck's process tree over three cold runs of their own (the sum
 of its processes' proportional set sizes, sampled from /proc every 5 ms; timed runs are not
@@ -196,9 +199,58 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--version", default="0.5.23")
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--vllm-only", action="store_true", help="run the vLLM case alone")
     args = parser.parse_args()
     ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
     compile_bytecode()
+    if not args.vllm_only:
+        sglang_cases(args, ruff)
+    vllm_case(args, ruff)
+    return 0
+
+
+def vllm_case(args: argparse.Namespace, ruff: str) -> None:
+    """The cold zero-configuration case on vLLM 0.33.0 (the tree copied to a scratch
+    directory, so no configuration above the corpus cache applies)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        tree = Path(scratch) / "tree"
+        shutil.copytree(fetch_release("vllm==0.33.0"), tree)
+        os.sync()
+        files = list(tree.rglob("*.py"))
+        cache, runs_dir = Path(scratch) / "cache", Path(scratch) / "runs"
+        env = {
+            **os.environ,
+            "DRIFTCHECK_CACHE_DIR": str(cache),
+            "DRIFTCHECK_RUNS_DIR": str(runs_dir),
+        }
+        ruff_env = {**os.environ, "RUFF_CACHE_DIR": str(Path(scratch) / "ruff-cache")}
+        driftcheck = [sys.executable, "-P", "-m", "driftcheck"]
+
+        def forget() -> None:
+            shutil.rmtree(cache, ignore_errors=True)
+            shutil.rmtree(runs_dir, ignore_errors=True)
+
+        print(f"tree: vllm 0.33.0, {len(files)} files, {args.runs} pairs")
+        cold = paired(
+            args.runs,
+            lambda: timed([*driftcheck, "--no-cache", "vllm"], tree, env),
+            lambda: timed(
+                [ruff, "check", "--select", "PLR1714", "--quiet", "--no-cache", "vllm"],
+                tree,
+                ruff_env,
+            ),
+            forget,
+        )
+        report(
+            "cold, vLLM 0.33.0, zero configuration (no cache)",
+            "ruff",
+            cold,
+            "<= 1.5x ruff --no-cache",
+        )
+
+
+def sglang_cases(args: argparse.Namespace, ruff: str) -> None:
+    """Every case on the SGLang release ``--version``."""
     with tempfile.TemporaryDirectory() as scratch:
         tree = Path(scratch) / "tree"
         shutil.copytree(fetch_release(args.version), tree)
@@ -296,7 +348,6 @@ def main() -> int:
         print(
             f"peak memory of driftcheck's process tree (cold, 3 runs): {max(peaks):.0f} MB (target <= 100 MB)"
         )
-    return 0
 
 
 if __name__ == "__main__":

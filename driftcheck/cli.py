@@ -22,7 +22,7 @@ from . import __version__, replay
 from .baseline import Baseline, BaselineError, write_baseline
 from .cli_options import codes_option_value as _codes
 from .cli_options import config_option, no_cache_option
-from .config import default_config
+from .config import pack_detections
 from .engine import CheckResult, check
 from .model import Finding
 from .progress import Progress
@@ -123,9 +123,9 @@ def _record_inputs(
     recorder.read(
         {str(p): replay.stamp_or_none(p) for f in given if (p := os.path.abspath(f)) not in walked}
     )
-    pack = default_config()
-    specs = (*result.config.canonical, result.config.enum, *pack.canonical, pack.enum)
+    specs = (*result.config.canonical, result.config.enum)
     modules = {spec.split(":", 1)[0] for spec in specs if spec}
+    modules.update(m for detected in pack_detections().values() for m in detected)
     names = [*CONFIG_NAMES, *VCS_MARKERS, "__init__.py"]
     for module in sorted(modules):
         for prefix in SOURCE_PREFIXES:
@@ -281,8 +281,14 @@ def check_command(  # noqa: C901 - one branch per option of the check command, i
         progress.close()
     if _RECORDER is not None:
         _record_inputs(_RECORDER, result, list(paths) or [Path(".")], [config_path, baseline_path])
+    for note in result.notes:
+        _echo(f"note: {note}", err=True)
     for warning in result.warnings:
         _echo(f"warning: {warning}", err=True)
+    if result.inert:
+        if output_format != "text":
+            _emit(result, [], output_format, use_color, quiet)
+        return 0
     if result.fatal:
         if output_format != "text":
             # machine readers get a document (no findings, the error) rather than empty output
@@ -364,7 +370,12 @@ def _emit(
         from .report.json_report import render_json
 
         _echo(
-            render_json(result.universe, findings, result.problems, result.project.display_root()),
+            render_json(
+                result.universes.values(),
+                findings,
+                result.problems,
+                result.project.display_root(),
+            ),
             nl=False,
         )
         return
@@ -446,6 +457,8 @@ def discover_command(paths: tuple[Path, ...], config_path: Path | None, no_cache
         use_cache=not no_cache,
         progress=lambda text: click.echo(text, err=True),
     )
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
     for line in render(proposals):

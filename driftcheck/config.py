@@ -1,16 +1,20 @@
-"""``[tool.driftcheck]`` configuration, on top of a *pack* of defaults (SGLang's by default).
+"""``[tool.driftcheck]`` configuration, on top of *packs* of defaults chosen by the tree.
 
 Configuration is data: which predicates are canonical (each with its label), the enum to
 infer families over when none is found, which names hold the backend's value or a holder of
 it, which paths to include or exclude, per-site policies and per-model gates. A pack
 (``driftcheck/packs/NAME.toml``, the same keys) supplies the defaults; a key set in
-``[tool.driftcheck]`` replaces the pack's; ``pack = "none"`` starts from nothing. Unknown keys
-produce a warning naming the key; a malformed file is a :class:`ConfigError` (exit code 2).
+``[tool.driftcheck]`` replaces the pack's. Without a ``pack`` key, the packs are the ones
+whose ``[detect]`` modules the tree holds (:func:`driftcheck.project.detect_packs`), none
+when it holds none; ``pack = "NAME"`` chooses one, ``pack = "none"`` starts from nothing.
+Unknown keys produce a warning naming the key; a malformed file is a :class:`ConfigError`
+(exit code 2).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import json
 import re
@@ -24,8 +28,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-DEFAULT_PACK = "sglang"
 PACKS_DIR = Path(__file__).parent / "packs"
+NO_PACK = "none"
 
 KNOWN_KEYS = {
     "pack",
@@ -47,6 +51,7 @@ KNOWN_KEYS = {
     "family-implies",
     "roles",
     "verify",
+    "implementation-words",
 }
 
 FIX_STYLES = ("minimal", "helper")
@@ -111,9 +116,12 @@ class Config:
     enum: str | None = None
     receivers: tuple[str, ...] = ()
     model_marker: str = ""
-    pack: str = "none"
+    pack: str = NO_PACK  # the packs beneath the configuration, ``+``-joined (``none``: no pack)
     canonicals_from_pack: bool = False
     value_attributes: tuple[str, ...] = ()
+    # words naming one implementation of the members (a kernel library: a conjunct naming one
+    # makes the site a dispatch)
+    implementation_words: tuple[str, ...] = ()
     include: tuple[str, ...] = ("*.py", "*.pyi")
     exclude: tuple[str, ...] = ()
     select: tuple[str, ...] | None = None
@@ -186,6 +194,7 @@ class Config:
                 self.receivers,
                 self.model_marker,
                 self.value_attributes,
+                self.implementation_words,
                 self.min_overlap,
                 self.family_implies,
                 self.roles,
@@ -294,8 +303,9 @@ def _toml_error_line(exc: tomllib.TOMLDecodeError, source: str) -> int | None:
     return None
 
 
-def load_config(path: Path) -> Config:
-    """Read ``[tool.driftcheck]`` from a pyproject.toml (or a standalone driftcheck.toml)."""
+def load_config(path: Path, detected: tuple[str, ...] = ()) -> Config:
+    """Read ``[tool.driftcheck]`` from a pyproject.toml (or a standalone driftcheck.toml);
+    ``detected`` are the packs the tree selects, for a table that sets no ``pack``."""
     label = str(path)
     try:
         source = path.read_text(encoding="utf-8")
@@ -309,42 +319,86 @@ def load_config(path: Path) -> Config:
     if path.name != "pyproject.toml" and "tool" in data:
         section = data["tool"].get("driftcheck", section)
     if section is None:
-        return default_config()
+        return default_config(detected)
     if not isinstance(section, dict):
         raise ConfigError(label, "[tool.driftcheck] must be a table")
-    return config_from_table(section, label, source)
+    return config_from_table(section, label, source, detected)
+
+
+def pack_names() -> tuple[str, ...]:
+    """The shipped packs, by name (``sglang`` for ``packs/sglang.toml``)."""
+    return tuple(sorted(p.stem for p in PACKS_DIR.glob("*.toml")))
 
 
 def pack_table(name: str, label: str = "pack", line: int | None = None) -> dict[str, Any]:
-    """The keys of pack ``name`` (``{}`` for ``none``)."""
-    if name == "none":
+    """The keys of pack ``name`` (``{}`` for ``none``), its ``detect`` table left out."""
+    if name == NO_PACK:
         return {}
     path = PACKS_DIR / f"{name}.toml"
     if not path.is_file():
-        known = ", ".join([*sorted(p.stem for p in PACKS_DIR.glob("*.toml")), "none"])
+        known = ", ".join([*pack_names(), NO_PACK])
         raise ConfigError(
             label, f"[tool.driftcheck] pack must be one of {known}, got {_shown(name)}", line
         )
-    return tomllib.loads(path.read_text(encoding="utf-8"))
+    table = tomllib.loads(path.read_text(encoding="utf-8"))
+    table.pop("detect", None)
+    return table
 
 
-def default_config() -> Config:
-    """The configuration of a tree with no ``[tool.driftcheck]`` table: the default pack."""
-    return config_from_table({}, "<default pack>")
+@functools.lru_cache(maxsize=1)
+def pack_detections() -> dict[str, tuple[str, ...]]:
+    """Each shipped pack's ``[detect] modules``: the dotted modules whose presence under a
+    tree's root (or its ``python/`` or ``src/``) makes the tree that pack's (read once: the
+    shipped packs do not change while driftcheck runs; do not mutate the answer)."""
+    found: dict[str, tuple[str, ...]] = {}
+    for name in pack_names():
+        table = tomllib.loads((PACKS_DIR / f"{name}.toml").read_text(encoding="utf-8"))
+        modules = table.get("detect", {}).get("modules", [])
+        if modules:
+            found[name] = tuple(str(m) for m in modules)
+    return found
 
 
-def config_from_table(section: dict[str, Any], label: str, source: str = "") -> Config:  # noqa: C901 - one branch per configuration key, each with its own type check
-    """Validate one ``[tool.driftcheck]`` table into a :class:`Config`."""
+def merged_packs(names: tuple[str, ...], label: str, line: int | None = None) -> dict[str, Any]:
+    """The keys of several packs as one table: lists and tables joined (the first pack's entry
+    wins a key both set), any other value the first pack's."""
+    merged: dict[str, Any] = {}
+    for name in names:
+        for key, value in pack_table(name, label, line).items():
+            if key not in merged:
+                merged[key] = value
+            elif isinstance(value, list) and isinstance(merged[key], list):
+                merged[key] = [*merged[key], *(v for v in value if v not in merged[key])]
+            elif isinstance(value, dict) and isinstance(merged[key], dict):
+                merged[key] = {**value, **merged[key]}
+    return merged
+
+
+def default_config(packs: tuple[str, ...] = ()) -> Config:
+    """The configuration of a tree with no ``[tool.driftcheck]`` table: the ``packs`` its
+    modules select (none: nothing configured, the universe is inferred)."""
+    return config_from_table({}, "<default pack>", detected=packs)
+
+
+def config_from_table(  # noqa: C901 - one branch per configuration key, each with its own type check
+    section: dict[str, Any], label: str, source: str = "", detected: tuple[str, ...] = ()
+) -> Config:
+    """Validate one ``[tool.driftcheck]`` table into a :class:`Config` (``detected``: the packs
+    the tree's modules select, used when the table sets no ``pack``)."""
     warnings: list[str] = []
     read = _Reader(label, source, warnings)
     where = "[tool.driftcheck]"
     read.unknown(where, section, KNOWN_KEYS)
-    pack = section.get("pack", DEFAULT_PACK)
-    if not isinstance(pack, str):
-        raise read.error("pack", f"{where} pack must be a string, got {_shown(pack)}")
+    if "pack" in section:
+        pack = section["pack"]
+        if not isinstance(pack, str):
+            raise read.error("pack", f"{where} pack must be a string, got {_shown(pack)}")
+        packs: tuple[str, ...] = (pack,)
+    else:
+        packs = detected or (NO_PACK,)
     from_pack = "canonical" not in section
-    section = {**pack_table(pack, label, read.line_of("pack")), **section}
-    kwargs: dict[str, Any] = {"pack": pack, "canonicals_from_pack": from_pack}
+    section = {**merged_packs(packs, label, read.line_of("pack")), **section}
+    kwargs: dict[str, Any] = {"pack": "+".join(packs), "canonicals_from_pack": from_pack}
     kwargs["canonicals"] = _canonicals(read, section.get("canonical", []))
     for key in ("enum", "model-marker"):
         if key in section:
@@ -354,6 +408,7 @@ def config_from_table(section: dict[str, Any], label: str, source: str = "") -> 
     for key, attr in (
         ("receivers", "receivers"),
         ("value-attributes", "value_attributes"),
+        ("implementation-words", "implementation_words"),
         ("include", "include"),
         ("exclude", "exclude"),
         ("select", "select"),

@@ -3,10 +3,12 @@
 It runs the same scan as a check (cached, never importing the tree) and, per family — the
 configured canonicals, or the families inferred from the copies when no helper exists —
 reports the helper with the number of places that call it, and the hand-written copies
-with how many of them drift. A *copy* is an enumeration of the family written out by hand;
-one that is a whole function (``def _uses_ep_a2a(): return ...``) is named, with its own
-callers, so that a reader sees it is a copy of the helper and not a second helper. A family
-with no helper is proposed as a helper to create.
+with how many of them drift. A *copy* is an enumeration of the family written out by hand,
+of any kind (a property, an allowlist guarding a raise, a dispatch arm); every copy counted
+is listed, from the same list the tally is made from. One that is a whole function (``def
+_uses_ep_a2a(): return ...``) is named, with its own callers, so that a reader sees it is a
+copy of the helper and not a second helper. A family with no helper is proposed as a helper
+to create.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .engine import CheckResult, check
@@ -34,6 +36,22 @@ class Copy:
     function: str | None  # the function whose whole body it is
     missing: tuple[str, ...]
     callers: int = 0
+    extra: tuple[str, ...] = ()  # members it lists besides the family's
+    kind: str = "property"  # the site's kind: property, allowlist or dispatch
+
+    def describe(self) -> str:
+        """``sglang/srt/models/kimi_k3.py:440 _uses_ep_a2a() (2 callers; missing pplx)``, or
+        for a copy inside a function ``path:line in Class.method (allowlist; complete)``."""
+        state = f"missing {', '.join(self.missing)}" if self.missing else "complete"
+        if self.extra:
+            state += f", adds {', '.join(self.extra)}"
+        if self.kind != "property":
+            state = f"{self.kind}; {state}"
+        where = f"{self.path}:{self.line}"
+        if self.function is not None:
+            callers = f"{self.callers} caller{'s' if self.callers != 1 else ''}"
+            return f"{where} {self.function}() ({callers}; {state})"
+        return f"{where} in {self.symbol or '<module>'} ({state})"
 
 
 @dataclass
@@ -94,16 +112,29 @@ def _copies(result: CheckResult, proposal: Proposal) -> list[Copy]:
         for site in result.scans[rel].sites:
             if not _is_copy(site, family, universe, result.config.min_overlap):
                 continue
-            _, missing, _ = drift(site, family, universe)
-            found.append(Copy(rel, site.span.line, site.symbol, site.enumerator, missing))
+            _, missing, extra = drift(site, family, universe)
+            found.append(
+                Copy(
+                    rel,
+                    site.span.line,
+                    site.symbol,
+                    site.enumerator,
+                    missing,
+                    extra=extra,
+                    kind=site.kind,
+                )
+            )
     return found
 
 
 def _is_copy(site: Site, family: Family, universe: Universe, min_overlap: int) -> bool:
-    if site.universe != universe.key or site.form == "single" or site.kind != "property":
+    if site.universe != universe.key or site.form == "single":
         return False
     if site.enumerator == family.name or site.helpers:
         return False
+    own = f"{family.owner}.{family.name}" if family.owner else family.name
+    if site.path == family.path and site.symbol == own:
+        return False  # the canonical's own body
     return family_for(site, universe, min_overlap) == family
 
 
@@ -119,7 +150,7 @@ def discover(
     (``use_cache``: read and write the scan cache, as a check does)."""
     progress("discover: scanning")
     result = check(paths, cwd=cwd, config_path=config_path, select=["DC001"], use_cache=use_cache)
-    if result.fatal:
+    if result.fatal or result.inert:
         return result, []
     progress(f"discover: {result.files_checked} files scanned; counting calls")
     proposals = [
@@ -136,10 +167,7 @@ def discover(
     for proposal in proposals:
         proposal.callers = calls[proposal.family.name]
         proposal.caller_files = files[proposal.family.name]
-        proposal.copies = [
-            Copy(c.path, c.line, c.symbol, c.function, c.missing, calls[c.function or ""])
-            for c in proposal.copies
-        ]
+        proposal.copies = [replace(c, callers=calls[c.function or ""]) for c in proposal.copies]
     progress(f"discover: {len(proposals)} famil{'y' if len(proposals) == 1 else 'ies'}")
     return result, proposals
 
@@ -165,14 +193,7 @@ def render(proposals: list[Proposal]) -> list[str]:
                 f"{proposal.callers} caller{'s' if proposal.callers != 1 else ''} in "
                 f"{proposal.caller_files} file{'s' if proposal.caller_files != 1 else ''}; {tally}"
             )
-        for copy in proposal.copies:
-            if copy.function is None:
-                continue
-            state = f"missing {', '.join(copy.missing)}" if copy.missing else "complete"
-            lines.append(
-                f"  copy: {copy.path}:{copy.line} {copy.function}() ({copy.callers} "
-                f"caller{'s' if copy.callers != 1 else ''}; {state})"
-            )
+        lines.extend(f"  copy: {copy.describe()}" for copy in proposal.copies)
         if not family.inferred:
             lines.append(f'  [tool.driftcheck] canonical = ["{family.qualified}"]')
     return lines

@@ -64,11 +64,15 @@ class CheckResult:
     # unsaved texts by canonical path (the language server's buffers): judging and fixing
     # read these instead of the files
     buffers: dict[str, bytes] = field(default_factory=dict)
+    # what the run inferred, said on stderr as ``note: ...``
+    notes: list[str] = field(default_factory=list)
+    # nothing to check: no pack recognises the tree and no universe recurs in it (exit 0)
+    inert: bool = False
 
     @property
     def fatal(self) -> bool:
-        """Whether the run could not do its job (no universe)."""
-        return self.universe is None
+        """Whether the run could not do its job (no universe, where one was configured)."""
+        return self.universe is None and not self.inert
 
     @property
     def root(self) -> Path:
@@ -195,7 +199,8 @@ def check(
     if result.inputs is not None:
         result.inputs.update((str(f), stamp_or_none(f)) for f in every.files)
     loaded = every.primary
-    assert loaded is not None
+    if loaded is None:
+        return _nothing_to_check(result)
     result.universe, result.loaded, result.every = loaded.universe, loaded, every
     targets = [cwd / p for p in paths]
     defining = {str(p.resolve()) for p in every.files}
@@ -360,6 +365,8 @@ def judge_scans(
     _infer_missing_families(result)
     if _configured_canonical_unusable(result):
         return result
+    if result.every is not None and result.every.inferred and not _keep_inferred(result):
+        return _nothing_to_check(result)
     root, config = result.root, result.config
     universe = result.universe
     assert universe is not None
@@ -414,6 +421,42 @@ def _configured_canonical_unusable(result: CheckResult) -> bool:
     )
     result.warnings = [w for w in result.warnings if first.message not in w]
     result.universe = None
+    return True
+
+
+NO_UNIVERSE = (
+    "no pack recognises this tree and nothing is configured, and no enum or string setting "
+    "has members that recur in enumerations across files: nothing to check (name a canonical "
+    "in [tool.driftcheck] to check one)"
+)
+
+
+def _nothing_to_check(result: CheckResult) -> CheckResult:
+    """A tree with nothing configured, recognised or inferred: say so; exit 0."""
+    result.notes.append(NO_UNIVERSE)
+    result.universe, result.loaded, result.inert = None, None, True
+    result.scans = {}
+    return result
+
+
+def _keep_inferred(result: CheckResult) -> bool:
+    """For a tree no pack recognises: put the inferred universes that have a family first
+    (the primary one among them), say what was inferred, and whether any was."""
+    every = result.every
+    assert every is not None
+    kept = [u for u in every.universes if u.universe.families]
+    if not kept:
+        return False
+    every.universes = kept + [u for u in every.universes if not u.universe.families]
+    result.loaded, result.universe = kept[0], kept[0].universe
+    for loaded in kept:
+        universe = loaded.universe
+        families = ", ".join(f.label for f in universe.families)
+        result.notes.append(
+            f"no pack recognises this tree: inferred the universe {universe.name} "
+            f"({universe.enum_path}) and its famil{'y' if len(universe.families) == 1 else 'ies'} "
+            f"{families} from the enumerations of its members across files"
+        )
     return True
 
 

@@ -69,7 +69,7 @@ class Scope:
     functions: Mapping[str, ast.FunctionDef | ast.AsyncFunctionDef]
     getters: frozenset[str]
     constants: Mapping[str, frozenset[str]] = field(default_factory=dict)
-    value_attributes: tuple[str, ...] = ("moe_a2a_backend", "a2a_backend")
+    value_attributes: tuple[str, ...] = ()
     aliases: frozenset[str] = frozenset()
     # source texts of operands outside the grammar that the caller enumerates as free
     # boolean inputs, exactly like narrowings (the truth-table engine's unrelated operands)

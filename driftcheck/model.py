@@ -138,7 +138,7 @@ class Universe:
     predicates: dict[str, MethodPredicate]
     getters: frozenset[str]
     families: tuple[Family, ...]
-    value_attributes: tuple[str, ...] = ("moe_a2a_backend", "a2a_backend")
+    value_attributes: tuple[str, ...] = ()
     # classes whose instances answer the predicates (besides the enum itself), and the names
     # and attributes that hold one of them (``current_platform``, ``moe_parallel_config``)
     holders: frozenset[str] = frozenset()
@@ -147,6 +147,9 @@ class Universe:
     noun: str = "backends"  # how messages name its members
     # (condition text, members that imply it): ``if <condition>: return`` settles them
     implied: tuple[tuple[str, frozenset[str]], ...] = ()
+    # words naming one implementation of the setting's members (the pack's
+    # ``implementation-words``: a kernel library): a conjunct naming one pins a dispatch
+    implementation_words: tuple[str, ...] = ()
 
     def implied_by(self, test_text: str) -> frozenset[str]:
         """The members a test's text (``get_parallel().moe_ep_size > 1``) is true for."""
@@ -224,6 +227,7 @@ class Universe:
             parts.append(f"{fam.qualified}={','.join(fam.members)}|{fam.access}|{fam.conditions}")
         parts.extend(sorted(self.getters))
         parts.extend(self.value_attributes)
+        parts.extend(self.implementation_words)
         parts.extend(sorted(self.holders))
         parts.extend(sorted(self.holder_names))
         return "\n".join(parts)

@@ -14,10 +14,11 @@ configuration and the same name for every file:
    root and a run inside ``python/`` find the same file). The root is the directory holding
    it. A second configuration that a run passes over (the repository root's, when
    ``python/`` has one too) is named in a warning: keep one per project.
-3. Without configuration: the source root of the default pack's canonical module (the
-   directory its dotted module path starts from: ``python/`` in an SGLang checkout, the
-   wheel's directory for an unpacked wheel), found walking up from the paths and, at the
-   repository root, through ``python/`` and ``src/``.
+3. Without configuration: the source root of the modules a pack recognises its tree by (its
+   ``[detect] modules``: the directory their dotted path starts from, ``python/`` in an
+   SGLang checkout, the wheel's directory for an unpacked wheel), found walking up from the
+   paths and, at the repository root, through ``python/`` and ``src/``; the packs found
+   there are the run's (:func:`detect_packs`). Then the configured canonical's module.
 4. Otherwise the repository root; otherwise the directory above the paths' top-level package;
    otherwise the paths' common directory.
 
@@ -34,7 +35,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import Config, ConfigError, default_config, has_driftcheck_table, load_config
+from .config import (
+    Config,
+    ConfigError,
+    default_config,
+    has_driftcheck_table,
+    load_config,
+    pack_detections,
+)
 
 SOURCE_PREFIXES = ("", "python", "src")
 SOURCE_DIRS = ("python", "src")
@@ -230,6 +238,27 @@ def package_parent(anchor: Path) -> Path | None:
     return directory.parent
 
 
+def detect_packs(
+    anchor: Path, repository: Path | None, *, here_only: bool = False
+) -> tuple[tuple[str, ...], Path | None]:
+    """The packs whose tree ``anchor`` is in, and the source root their modules are found
+    from: the nearest such root searching up from ``anchor`` (then through the repository's
+    ``python/`` and ``src/``); every pack recognised at that root. ``here_only``: look in
+    ``anchor`` (and its ``python/`` and ``src/``) alone, as for a configuration's directory."""
+    found: dict[str, Path] = {}
+    for name, modules in pack_detections().items():
+        stop = anchor if here_only else repository
+        base = source_root(anchor, modules, stop)
+        if base is None and repository is not None and not here_only:
+            base = source_root(repository, modules, repository)
+        if base is not None:
+            found[name] = base
+    if not found:
+        return (), None
+    nearest = max(found.values(), key=lambda base: len(base.parts))
+    return tuple(name for name, base in found.items() if base == nearest), nearest
+
+
 def discover_project(
     paths: Sequence[Path],
     *,
@@ -246,18 +275,25 @@ def discover_project(
         explicit = Path(os.path.join(cwd, config_path))
         if not explicit.is_file():
             raise ConfigError(str(config_path), "configuration file not found")
-        config = load_config(explicit)
+        packs, _ = detect_packs(anchor, repository)
+        config = load_config(explicit, packs)
         root, reason = _root_without_config(anchor, repository, config)
         return Project(root, cwd, config, explicit.resolve(), repository, f"--config, {reason}")
     configs = _configs_for(anchor, repository)
     found = configs[0] if configs else None
     warnings = _passed_over(configs, cwd)
     if found is not None:
-        config = load_config(found)
+        config = load_config(found, detect_packs(found.parent, repository, here_only=True)[0])
         return Project(
             found.parent, cwd, config, found, repository, "configuration", tuple(warnings)
         )
-    config = default or default_config()
+    if default is not None:
+        root, reason = _root_without_config(anchor, repository, default)
+        return Project(root, cwd, default, None, repository, reason, tuple(warnings))
+    packs, base = detect_packs(anchor, repository)
+    config = default_config(packs)
+    if base is not None:
+        return Project(base, cwd, config, None, repository, "pack modules", tuple(warnings))
     root, reason = _root_without_config(anchor, repository, config)
     return Project(root, cwd, config, None, repository, reason, tuple(warnings))
 

@@ -228,10 +228,9 @@ def _bad_byte_line(data: bytes, exc: Exception) -> int | None:
     return None
 
 
-def model_facts(
-    data: bytes, rel: str = "", marker: str = "EntryClass"
-) -> tuple[list[str], list[str]]:
-    """Architectures a model module serves (``EntryClass``) and the sibling modules it imports.
+def model_facts(data: bytes, rel: str, marker: str) -> tuple[list[str], list[str]]:
+    """Architectures a model module serves (the pack's ``model-marker``, ``marker``: the
+    names assigned to it) and the sibling modules it imports.
 
     Only imports from the module's own package are kept (``sglang.srt.models.qwen2_moe`` from
     ``sglang/srt/models/qwen3_moe.py``, relative ones resolved): those are the model files it

@@ -50,13 +50,23 @@ def _checked(
         select=_codes("--select", select) or list(DEFAULT_CODES),
         use_cache=not no_cache,
     )
+    _nothing_or_fatal(result)
+    return result
+
+
+def _nothing_or_fatal(result: CheckResult) -> None:
+    """Say what the run inferred and warned; exit 2 when it could not read the tree, 0 when
+    there is nothing to check (no pack recognises the tree and no universe recurs in it)."""
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
+    if result.inert:
+        sys.exit(0)
     if result.fatal:
         for problem in result.problems:
             click.echo(format_problem(problem, False, result.project.show(problem.path)), err=True)
         sys.exit(2)
-    return result
 
 
 def _family_findings(
@@ -332,10 +342,7 @@ def gen_test_command(paths: tuple[Path, ...], output: Path, config_path: Path | 
         select=list(FAMILY_CODES),
         use_cache=False,
     )
-    if result.fatal:
-        for problem in result.problems:
-            click.echo(format_problem(problem, False, result.project.show(problem.path)), err=True)
-        sys.exit(2)
+    _nothing_or_fatal(result)
     registry = SiteRegistry(result)
     tests = planned_tests(registry)
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -76,7 +76,7 @@ def json_example() -> str:
             "```console",
             f"$ driftcheck --format json {EXAMPLE_FILE}",
             render_json(
-                result.universe, findings, result.problems, result.project.display_root()
+                result.universes.values(), findings, result.problems, result.project.display_root()
             ).rstrip("\n"),
             "$ echo $?",
             str(exit_code),

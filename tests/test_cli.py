@@ -159,7 +159,7 @@ def test_explain_unknown_rule_exits_2(runner: CliRunner) -> None:
     assert result.stderr.startswith("error: unknown rule 'DC999'")
 
 
-def test_discover_names_the_helper_its_callers_and_its_drifting_copies(
+def test_discover_names_the_helper_its_callers_and_lists_every_copy_it_counts(
     runner: CliRunner, sglang_like: Path
 ) -> None:
     result = run(runner, "discover", sglang_like)
@@ -168,7 +168,9 @@ def test_discover_names_the_helper_its_callers_and_its_drifting_copies(
         "sglang.srt.layers.moe.utils:is_deepep_class_backend (sglang/srt/layers/moe/utils.py:68) "
         "{deepep, deepep_v2, mooncake, mori, pplx}: helper, 2 callers in 2 files; "
         "2 hand copies, 2 drifting",
-        "  copy: sglang/srt/models/kimi_like.py:10 _uses_ep_a2a() (2 callers; missing deepep_v2, pplx)",
+        "  copy: sglang/srt/models/dense_like.py:10 in DenseLikeBlock.__init__ (missing deepep_v2)",
+        "  copy: sglang/srt/models/kimi_like.py:10 _uses_ep_a2a() (2 callers; missing deepep_v2, "
+        "pplx, adds megamoe, flashinfer_megamoe, ascend_fuseep)",
         '  [tool.driftcheck] canonical = ["sglang.srt.layers.moe.utils:is_deepep_class_backend"]',
     ]
     assert result.stderr.splitlines()[0] == "discover: scanning"

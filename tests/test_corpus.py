@@ -127,16 +127,14 @@ def test_helper_less_fork_is_the_reviewed_snapshot_against_an_inferred_family() 
     assert all(f.inferred for f in result.findings)
 
 
-def test_vllm_with_its_three_canonicals_is_the_reviewed_snapshot() -> None:
-    """A property, a string-set property and a method of a base class, configured as a vLLM
-    maintainer would; no error-level finding."""
+def test_vllm_zero_config_picks_the_vllm_pack_and_is_the_reviewed_snapshot() -> None:
+    """No configuration: the tree's modules select the vLLM pack (a property, a string-set
+    property and a method of a base class as canonicals), and the report is the snapshot."""
     from driftcheck.corpus import fetch_release
 
-    config = Path(__file__).parent / "corpus_configs" / "vllm-0.33.0.toml"
-    result = check(
-        [fetch_release("vllm==0.33.0")], config_path=config, select=["ALL"], use_cache=False
-    )
+    result = check([fetch_release("vllm==0.33.0")], select=["ALL"], use_cache=False)
     assert result.problems == []
+    assert result.config.pack == "vllm"
     lines = [format_finding(f, color=False) for f in result.findings]
     assert lines == reviewed_snapshot("vllm-0.33.0.txt")
 
@@ -155,3 +153,66 @@ def test_two_canonicals_over_one_universe_give_each_site_one_finding(sglang_0_5_
     assert [format_finding(f, color=False) for f in default.findings] == reviewed_snapshot(
         "sglang-0.5.23.txt"
     )
+
+
+def _tallies_and_listings(tree: Path) -> list[tuple[str, str, int]]:
+    """Per family of ``discover``: (its tally as printed, the tally its listing gives, its
+    ``copy:`` lines)."""
+    from driftcheck.discover import discover, render
+
+    _, proposals = discover([tree], use_cache=False)
+    found = []
+    for proposal in proposals:
+        lines = render([proposal])
+        copies = [line for line in lines if line.startswith("  copy: ")]
+        drifting = sum("missing " in line for line in copies)
+        tally = lines[0].rsplit("; ", 1)[1]
+        listed = f"{len(copies)} hand cop{'y' if len(copies) == 1 else 'ies'}, {drifting} drifting"
+        found.append((tally, listed, len(copies)))
+    return found
+
+
+def test_discover_lists_every_copy_it_counts_on_vllm_and_sglang(sglang_0_5_23: Path) -> None:
+    from driftcheck.corpus import fetch_release
+
+    for tree in (fetch_release("vllm==0.33.0"), sglang_0_5_23):
+        tallies = _tallies_and_listings(tree)
+        assert [tally for tally, _, _ in tallies] == [listed for _, listed, _ in tallies]
+        assert sum(count for _, _, count in tallies) > 0
+
+
+def test_discover_counts_vllm_mori_string_set_copies() -> None:
+    """The MoRI family's hand copies are a dispatch arm and two allowlists: counted, listed,
+    and the canonical's own body is not one of them."""
+    from driftcheck.corpus import fetch_release
+    from driftcheck.discover import discover
+
+    _, proposals = discover([fetch_release("vllm==0.33.0")], use_cache=False)
+    [mori] = [p for p in proposals if p.family.label == "MoRI"]
+    assert [c.describe() for c in mori.copies] == [
+        "vllm/distributed/device_communicators/all2all.py:928 in MoriAll2AllManager.__init__ "
+        "(allowlist; complete)",
+        "vllm/distributed/device_communicators/cuda_communicator.py:221 in "
+        "CudaCommunicator.__init__ (dispatch; complete)",
+        "vllm/models/deepseek_v4/amd/model.py:571 in _validate_aiter_mega_moe_config "
+        "(allowlist; complete)",
+    ]
+
+
+def test_json_header_on_vllm_names_every_canonical() -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from driftcheck.cli import main
+    from driftcheck.corpus import fetch_release
+
+    tree = fetch_release("vllm==0.33.0")
+    result = CliRunner().invoke(
+        main, [str(tree), "--no-cache", "--format", "json"], catch_exceptions=False
+    )
+    assert json.loads(result.stdout)["canonical"] == {
+        "use_batched_activation_format": ["deepep_low_latency", "nixl_ep"],
+        "use_mori_kernels": ["mori_high_throughput", "mori_low_latency"],
+        "is_cuda_alike": ["CUDA", "ROCM"],
+    }

@@ -60,7 +60,7 @@ K3_LIKE = (
 
 
 def job(**changes: object) -> BlockJob:
-    pack = read_verify_pack(default_config().verify)
+    pack = read_verify_pack(default_config(("sglang",)).verify)
     fields: dict = {
         "root": ".",
         "path": "m.py",

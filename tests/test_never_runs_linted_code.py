@@ -128,8 +128,8 @@ def test_discover_does_not_run_the_tree(tree: Path, tripwire) -> None:
     lines = result.stdout.splitlines()
     assert lines[0].startswith("sglang.srt.layers.moe.utils:is_deepep_class_backend ")
     assert (
-        "  copy: sglang/srt/models/hostile_model.py:30 _uses_ep_a2a() (1 caller; missing deepep_v2, pplx)"
-        in lines
+        "  copy: sglang/srt/models/hostile_model.py:30 _uses_ep_a2a() (1 caller; missing deepep_v2, "
+        "pplx, adds megamoe)" in lines
     )
 
 

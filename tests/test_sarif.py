@@ -417,8 +417,10 @@ def test_sglang_0_5_23_cli_sarif_with_fixes_validates(
 def test_cli_without_a_universe_writes_a_failed_invocation(
     tmp_path: Path, runner, validator, monkeypatch
 ) -> None:
-    """No canonical helper under the root: exit 2, and still a SARIF log naming the error."""
+    """The configured pack's canonical is not under the root: exit 2, and still a SARIF log
+    naming the error."""
     (tmp_path / "a.py").write_text("x = 1\n", encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text('[tool.driftcheck]\npack = "sglang"\n')
     monkeypatch.chdir(tmp_path)
     outcome = runner.invoke(main, ["--no-cache", "--format", "sarif", "."])
     assert outcome.exit_code == 2

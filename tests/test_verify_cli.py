@@ -105,11 +105,23 @@ def test_a_tree_without_drift_verifies_nothing_and_exits_0(
     assert result.stderr.strip() == "0 sites verified."
 
 
-def test_a_tree_without_the_canonical_module_exits_2(runner: CliRunner, tmp_path: Path) -> None:
+def test_a_tree_without_the_configured_canonical_module_exits_2(
+    runner: CliRunner, tmp_path: Path
+) -> None:
     (tmp_path / "model.py").write_text("x = 1\n")
+    (tmp_path / "pyproject.toml").write_text('[tool.driftcheck]\npack = "sglang"\n')
     result = run(runner, tmp_path, "--no-cache")
     assert result.exit_code == 2
     assert "is_deepep_class_backend" in result.stderr
+
+
+def test_a_tree_no_pack_recognises_with_nothing_recurring_has_nothing_to_verify(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    (tmp_path / "model.py").write_text("x = 1\n")
+    result = run(runner, tmp_path, "--no-cache")
+    assert result.exit_code == 0
+    assert result.stderr.startswith("note: no pack recognises this tree and nothing is configured")
 
 
 def test_site_selects_one_site_by_path_and_symbol(runner: CliRunner, tmp_path: Path) -> None:

@@ -101,8 +101,8 @@ class LiveProject:
             ignore=settings.ignore,
             extend_select=settings.extend_select,
         )
-        if result.fatal:
-            raise ProjectError(result.problems, result.warnings)
+        if result.fatal or result.inert:
+            raise ProjectError(result.problems, [*result.notes, *result.warnings])
         config = result.config
         codes = rule_selection(config, settings.select, settings.ignore, settings.extend_select)
         return LiveProject(result, codes, baseline, baseline_path)

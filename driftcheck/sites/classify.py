@@ -50,11 +50,13 @@ def classify(
     parent_if: ast.If | None,
     is_backend_term: Callable[[ast.expr], bool],
     is_other_backend_test: Callable[[ast.expr], bool],
+    implementation_words: tuple[str, ...] = (),
 ) -> str:
     """``property``, ``allowlist`` or ``dispatch`` for the site ``node`` inside ``stmt``.
 
     ``ancestors`` are the expression nodes between ``stmt`` and ``node`` (outermost first);
-    ``guards`` are the tests of the ``if`` statements enclosing ``stmt`` in its function.
+    ``guards`` are the tests of the ``if`` statements enclosing ``stmt`` in its function;
+    ``implementation_words`` the codebase's own words for a kernel library.
     """
     in_test = isinstance(stmt, (ast.If, ast.While)) and (
         stmt.test is node or any(a is stmt.test for a in ancestors)
@@ -62,7 +64,7 @@ def classify(
     conjunctions = [a for a in ancestors if isinstance(a, ast.BoolOp) and isinstance(a.op, ast.And)]
     for conjunction in conjunctions:
         if any(
-            _implementation_evidence(sub, is_other_backend_test)
+            _implementation_evidence(sub, is_other_backend_test, implementation_words)
             for value in conjunction.values
             for sub in ast.walk(value)
         ):
@@ -82,17 +84,21 @@ def classify(
     return "property"
 
 
-IMPLEMENTATION_WORDS = ("deep_gemm", "deepgemm", "runner", "kernel", "dtype", "quant")
+# words that name an implementation in any codebase; a codebase's own kernel libraries are
+# its pack's ``implementation-words`` (the universe's ``implementation_words``)
+IMPLEMENTATION_WORDS = ("runner", "kernel", "dtype", "quant")
 
 
 def _implementation_evidence(
-    node: ast.AST, is_other_backend_test: Callable[[ast.expr], bool]
+    node: ast.AST, is_other_backend_test: Callable[[ast.expr], bool], words: tuple[str, ...]
 ) -> bool:
     """A conjunct that pins an implementation: another backend's ``is_*()``, a dtype, a kernel."""
     if isinstance(node, ast.expr) and is_other_backend_test(node):
         return True
     name = terminal_name(node) if isinstance(node, ast.expr) else None
-    return name is not None and any(word in name.lower() for word in IMPLEMENTATION_WORDS)
+    return name is not None and any(
+        word in name.lower() for word in (*IMPLEMENTATION_WORDS, *words)
+    )
 
 
 def _raises(body: Sequence[ast.stmt]) -> bool:

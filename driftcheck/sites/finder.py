@@ -413,6 +413,7 @@ class SiteFinder:
             parent_if,
             is_backend_term,
             is_other_backend_test,
+            universe.implementation_words,
         )
 
     def _mentions(self, cls: ast.ClassDef, names: list[bytes]) -> bool:

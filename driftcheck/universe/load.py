@@ -18,6 +18,7 @@ from pathlib import Path
 from ..config import Canonical, Config
 from ..interpret import Interpreter, Scope, Unproven, member_truths
 from ..model import Family, Universe
+from .candidates import candidate_universes
 from .domain import Domain, find_domain
 from .enums import is_enum_class
 from .locate import Located, locate
@@ -45,6 +46,9 @@ class Loaded:
     universes: list[LoadedUniverse] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     missing: list[UniverseError] = field(default_factory=list)  # canonicals not found
+    # nothing was configured: the universes are the tree's recurring candidates
+    # (:mod:`.candidates`), kept only where a family is inferred for them
+    inferred: bool = False
 
     @property
     def primary(self) -> LoadedUniverse | None:
@@ -236,7 +240,14 @@ def load_universes(root: Path, config: Config) -> Loaded:
         builder.by_key[key][2].append(family)
         if located.module.path not in builder.by_key[key][3]:
             builder.by_key[key][3].append(located.module.path)
-    if not builder.order:
+    if not builder.order and not config.canonicals and not config.enum:
+        loaded.inferred = True
+        for candidate in candidate_universes(builder.index, config.is_excluded):
+            try:
+                builder.universe_for(candidate.domain, None)
+            except UniverseError:
+                continue
+    elif not builder.order:
         fallback = _fallback_domain(builder.index, config, missing)
         if fallback is None:
             first = (
@@ -275,6 +286,7 @@ def load_universes(root: Path, config: Config) -> Loaded:
             holder_names=vocabulary.holder_names | frozenset(config.receivers),
             name=name,
             noun=_noun(name),
+            implementation_words=config.implementation_words,
             implied=tuple(
                 (" ".join(text.split()), f.member_set)
                 for f in families

@@ -51,7 +51,7 @@ def truth_summary(table: Table) -> tuple[frozenset[str], Conditions]:
     return frozenset(members), tuple(conditions)
 
 
-def _literal_values(node: ast.expr | None, module: ModuleSource, index: SourceIndex) -> list[str]:
+def literal_values(node: ast.expr | None, module: ModuleSource, index: SourceIndex) -> list[str]:
     """The strings of ``Literal["a", "b"]`` (or a module-level alias of one)."""
     if isinstance(node, ast.Name):
         target = module.assigned.get(node.id)
@@ -59,8 +59,8 @@ def _literal_values(node: ast.expr | None, module: ModuleSource, index: SourceIn
             origin, original = module.imports[node.id]
             other = index.module(origin)
             if other is not None:
-                return _literal_values(other.assigned.get(original), other, index)
-        return _literal_values(target, module, index) if target is not None else []
+                return literal_values(other.assigned.get(original), other, index)
+        return literal_values(target, module, index) if target is not None else []
     if (
         isinstance(node, ast.Subscript)
         and getattr(node.value, "id", getattr(node.value, "attr", "")) == "Literal"
@@ -118,7 +118,7 @@ def _string_members(domain: Domain, index: SourceIndex) -> tuple[Member, ...]:
     values: list[str] = []
     if domain.holder is not None and domain.setting is not None:
         annotation = _annotation_of(domain.holder, domain.setting)
-        values = _literal_values(annotation, domain.holder_module, index)
+        values = literal_values(annotation, domain.holder_module, index)
         if not values:
             values = _compared_strings(domain.holder, domain.setting)
     values += [v for v in sorted(domain.strings) if v not in values]

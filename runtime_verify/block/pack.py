@@ -2,8 +2,8 @@
 
 The harness knows its own substitutes (:mod:`.substitutes`); which of the codebase's names
 become which, what its runtime objects answer, which modules run from the tree as written, the
-constructor arguments of its blocks, the dispatcher each member runs behind, the configuration
-fields and the configurations to try are data here, read from the pack (``[verify]`` in
+constructor arguments of its blocks, the names its classes' parameters have, the dispatcher each
+member runs behind, the configuration fields and the configurations to try are data here, read from the pack (``[verify]`` in
 ``driftcheck/packs/<pack>.toml``, or ``[tool.driftcheck.verify]``).
 """
 
@@ -62,6 +62,14 @@ class VerifyPack:
     dispatchers: Mapping[str, str] = field(default_factory=dict)
     config: Mapping[str, Any] = field(default_factory=dict)
     configurations: tuple[Configuration, ...] = ()
+    # substitute -> the harness's parameter -> the codebase's name for it (a keyword argument
+    # its classes are built with, or a field of the configuration object they read)
+    parameters: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    def parameter(self, substitute: str, name: str) -> str:
+        """The codebase's name for parameter ``name`` of ``substitute`` (``[verify.parameters]``;
+        ``""`` when the pack names none: the harness's default applies)."""
+        return self.parameters.get(substitute, {}).get(name, "")
 
     def configuration(self, name: str) -> Configuration:
         """The configuration called ``name``; :class:`PackError` names the known ones."""
@@ -129,6 +137,14 @@ def read_verify_pack(table: Mapping[str, Any]) -> VerifyPack:
     config = table.get("config", {})
     if not isinstance(config, dict):
         raise PackError("[verify.config] must be a table")
+    parameters = table.get("parameters", {})
+    if not isinstance(parameters, dict) or not all(
+        isinstance(names, dict) and all(isinstance(v, str) for v in names.values())
+        for names in parameters.values()
+    ):
+        raise PackError(
+            f"[verify.parameters] must be a table of tables of strings, got {parameters!r}"
+        )
     return VerifyPack(
         arms=(arms[0], arms[1]) if arms else None,
         controls=_strings(table, "controls"),
@@ -142,4 +158,5 @@ def read_verify_pack(table: Mapping[str, Any]) -> VerifyPack:
         dispatchers=_string_table(table, "dispatchers"),
         config=dict(config),
         configurations=_configurations(table.get("configurations", [])),
+        parameters={name: dict(names) for name, names in parameters.items()},
     )

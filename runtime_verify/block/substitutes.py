@@ -256,16 +256,32 @@ class _Module(nn.Module):
             return StandIn(f"{type(self).__name__}.{attr}")
 
 
+def given(
+    ctx: RunContext, substitute: str, kwargs: dict[str, Any], parameter: str, default: Any = None
+) -> Any:
+    """The value the tree passed for ``parameter`` of ``substitute``, under the codebase's
+    name for it (``[verify.parameters]``), or ``default``."""
+    name = ctx.pack.parameter(substitute, parameter)
+    return kwargs.get(name, default) if name else default
+
+
+def field_of(ctx: RunContext, substitute: str, config: Any, parameter: str) -> Any:
+    """The field of the tree's configuration object that ``parameter`` of ``substitute`` reads
+    (``[verify.parameters]``), or None."""
+    name = ctx.pack.parameter(substitute, parameter)
+    return getattr(config, name, None) if name else None
+
+
 def _linear_group(ctx: RunContext, kwargs: dict[str, Any]) -> tuple[int, int, Group | None]:
-    """``(rank, size, group)`` a linear layer shards over: ``tp_rank``/``tp_size`` when given,
-    else the group its ``parallel_group`` names (the TP group by default)."""
-    if isinstance(kwargs.get("tp_size"), int):
-        size: int = kwargs["tp_size"]
-        given = kwargs.get("tp_rank")
-        rank = given if isinstance(given, int) else 0
+    """``(rank, size, group)`` a linear layer shards over: its TP rank and size when given,
+    else the group its parallel group names (the TP group by default)."""
+    size = given(ctx, "linear", kwargs, "tp-size")
+    if isinstance(size, int):
+        rank = given(ctx, "linear", kwargs, "tp-rank")
+        rank = rank if isinstance(rank, int) else 0
         group = ctx.group("tp") if size > 1 else None
         return rank, size, group
-    name = kwargs.get("parallel_group")
+    name = given(ctx, "linear", kwargs, "group")
     target = ctx.pack.linear_groups.get(name, "tp") if isinstance(name, str) else "tp"
     group = ctx.group(target)
     return group.rank_in_group, group.world_size, group
@@ -285,11 +301,18 @@ def linear_class(ctx: RunContext, kind: str) -> type[nn.Module]:
         ) -> None:
             super().__init__()
             if output_size is None:
-                output_size = kwargs.get("output_sizes", kwargs.get("output_size"))
-            prefix = str(kwargs.get("prefix", ""))
+                output_size = given(
+                    ctx,
+                    "linear",
+                    kwargs,
+                    "output-sizes",
+                    given(ctx, "linear", kwargs, "output-size"),
+                )
+            prefix = str(given(ctx, "linear", kwargs, "prefix", ""))
             blocks = list(output_size) if isinstance(output_size, (list, tuple)) else [output_size]
             rank, size, group = (0, 1, None) if kind == "replicated" else _linear_group(ctx, kwargs)
-            self.reduce_results = bool(kwargs.get("reduce_results", True)) and kind == "row"
+            reduces = given(ctx, "linear", kwargs, "reduce", True)
+            self.reduce_results = bool(reduces) and kind == "row"
             self.group = group
             if kind == "row":
                 full = _weight(ctx, prefix, blocks[0], input_size)
@@ -360,9 +383,9 @@ def router_gate_class(ctx: RunContext) -> type[nn.Module]:
     class RouterGate(_Module):
         def __init__(self, config: Any = None, *args: Any, **kwargs: Any) -> None:
             super().__init__()
-            experts = getattr(config, "n_routed_experts", None) or ctx.shape.experts
-            hidden = getattr(config, "hidden_size", None) or ctx.shape.hidden
-            prefix = str(kwargs.get("prefix", "gate"))
+            experts = field_of(ctx, "router-gate", config, "experts") or ctx.shape.experts
+            hidden = field_of(ctx, "router-gate", config, "hidden") or ctx.shape.hidden
+            prefix = str(given(ctx, "router-gate", kwargs, "prefix", "gate"))
             self.weight = nn.Parameter(
                 _weight(ctx, prefix, experts, hidden).float(), requires_grad=False
             )
@@ -391,10 +414,10 @@ def topk_class(ctx: RunContext) -> type[nn.Module]:
         def __init__(self, top_k: int, *args: Any, **kwargs: Any) -> None:
             super().__init__()
             self.top_k = top_k
-            self.renormalize = bool(kwargs.get("renormalize", True))
-            scoring = kwargs.get("scoring_func")
+            self.renormalize = bool(given(ctx, "topk", kwargs, "normalise-weights", True))
+            scoring = given(ctx, "topk", kwargs, "scoring")
             self.scoring = scoring if scoring in ("softmax", "sigmoid") else "softmax"
-            bias = kwargs.get("correction_bias")
+            bias = given(ctx, "topk", kwargs, "correction-bias")
             self.correction_bias = bias if isinstance(bias, torch.Tensor) else None
 
         def bind_runner_backend(self, *args: Any, **kwargs: Any) -> None:
@@ -474,15 +497,17 @@ def experts_class(ctx: RunContext) -> type[nn.Module]:
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__()
-            experts = int(kwargs.get("num_experts") or ctx.shape.experts)
-            hidden = int(kwargs.get("hidden_size") or ctx.shape.hidden)
-            intermediate = int(kwargs.get("intermediate_size") or ctx.shape.intermediate)
+            experts = int(given(ctx, "experts", kwargs, "experts") or ctx.shape.experts)
+            hidden = int(given(ctx, "experts", kwargs, "hidden") or ctx.shape.hidden)
+            intermediate = int(
+                given(ctx, "experts", kwargs, "intermediate") or ctx.shape.intermediate
+            )
             shape = replace(ctx.shape, experts=experts, hidden=hidden, intermediate=intermediate)
             shape.check(ctx.comm.world_size)
             self.num_experts = experts
             self.num_local_experts = experts // ctx.comm.world_size
-            self.routed_scaling_factor = kwargs.get("routed_scaling_factor")
-            tag = f"experts:{kwargs.get('prefix', '')}"
+            self.routed_scaling_factor = given(ctx, "experts", kwargs, "scaling")
+            tag = f"experts:{given(ctx, 'experts', kwargs, 'prefix', '')}"
             self.bank = ExpertBank(shape, ctx.seed, tag, ctx.comm, ctx.dtype)
             factory = ctx.make_deep_ep or make_dispatcher
             self.routed = factory(
