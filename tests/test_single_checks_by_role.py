@@ -22,7 +22,6 @@ from driftcheck.model import Finding
 from driftcheck.report.sarif import sarif_document
 
 REPO = Path(__file__).resolve().parent.parent
-VLLM_CONFIG = REPO / "tests" / "corpus_configs" / "vllm-0.33.0.toml"
 ORACLE = "vllm/model_executor/layers/fused_moe/oracle"
 ROUTER = "vllm/model_executor/layers/fused_moe/router"
 EXPERTS = "vllm/model_executor/layers/fused_moe/experts"
@@ -44,9 +43,8 @@ ORACLE_SIBLINGS = {
 
 
 def run_on_vllm(tree: Path) -> CheckResult:
-    """driftcheck on a vLLM tree as its maintainers configure it (the one place that says
-    how: a zero-config run needs only this line changed)."""
-    return check([tree / "vllm"], cwd=tree, config_path=VLLM_CONFIG, use_cache=False)
+    """driftcheck on a vLLM tree with no configuration: the tree picks the vLLM pack."""
+    return check([tree / "vllm"], cwd=tree, use_cache=False)
 
 
 @pytest.fixture(scope="module")
