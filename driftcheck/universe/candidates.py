@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .domain import Domain
+from .domain import Domain, attributes_of
 from .enums import enum_members, is_enum_class, zero_arg_methods
 from .source import ModuleSource, SourceIndex, UniverseError
 from .vocabulary import literal_values
@@ -95,21 +95,8 @@ def _holder_of(module: ModuleSource, enum: ast.ClassDef) -> tuple[ast.ClassDef, 
             if not isinstance(node, ast.Compare):
                 continue
             sides = [node.left, *node.comparators]
-            attrs = [
-                s.attr
-                for s in sides
-                if isinstance(s, ast.Attribute)
-                and isinstance(s.value, ast.Name)
-                and s.value.id == "self"
-            ]
-            members = [
-                s
-                for s in sides
-                if isinstance(s, ast.Attribute)
-                and isinstance(s.value, ast.Name)
-                and s.value.id == enum.name
-            ]
-            if attrs and members:
+            attrs = attributes_of(sides, "self")
+            if attrs and attributes_of(sides, enum.name):
                 return cls, attrs[0]
     return None
 

@@ -108,13 +108,7 @@ class _Search:
 
     def _compare(self, module: ModuleSource, owner: ast.ClassDef, node: ast.Compare) -> None:
         sides = [node.left, *node.comparators]
-        attrs = [
-            s.attr
-            for s in sides
-            if isinstance(s, ast.Attribute)
-            and isinstance(s.value, ast.Name)
-            and s.value.id == "self"
-        ]
+        attrs = attributes_of(sides, "self")
         if not attrs:
             return
         for side in sides:
@@ -128,6 +122,16 @@ class _Search:
                     if found is not None:
                         self.enum = self.enum or found
                         self.setting = self.setting or (module, owner, attrs[0])
+
+
+def attributes_of(sides: list[ast.expr], name: str) -> list[str]:
+    """The attributes of ``name`` among a comparison's ``sides`` (``self._enum`` gives
+    ``_enum`` for ``name="self"``)."""
+    return [
+        s.attr
+        for s in sides
+        if isinstance(s, ast.Attribute) and isinstance(s.value, ast.Name) and s.value.id == name
+    ]
 
 
 def _values(node: ast.expr) -> list[object]:
