@@ -58,6 +58,16 @@ PACKED_LAYOUT_USER = (
     "    return activation_layout\n"
 )
 RELAY_LAYOUT_USER = PACKED_LAYOUT_USER.replace("uses_packed_layout", "use_relay")
+# the package examples' site: the activation layout chosen from one member's check (VALID
+# beside a per-transport package, INVALID beside siblings that call the helper)
+ONE_MEMBER_LAYOUT = (
+    "def layout_of(layer: LayerConfig) -> str:\n"
+    "    if layer.mesh.use_mesh_ll:\n"
+    '        activation_layout = "packed"\n'
+    "    else:\n"
+    '        activation_layout = "flat"\n'
+    "    return activation_layout\n"
+)
 PACKED_CAPABILITY = (
     "from meshcfg.parallel import LayerConfig\n\n\n"
     "def supports_device(layer: LayerConfig) -> bool:\n"
@@ -310,12 +320,7 @@ the members the helper accepts instead. The fix states the backends it flips.
 
     VALID += [
         Example(
-            "def layout_of(layer: LayerConfig) -> str:\n"
-            "    if layer.mesh.use_mesh_ll:\n"
-            '        activation_layout = "packed"\n'
-            "    else:\n"
-            '        activation_layout = "flat"\n'
-            "    return activation_layout\n",
+            ONE_MEMBER_LAYOUT,
             note="a per-transport package: as many sibling files compute the value from one "
             "member as from the family",
             siblings={
@@ -333,19 +338,9 @@ the members the helper accepts instead. The fix states the backends it flips.
     ]
     INVALID += [
         Example(
-            "def layout_of(layer: LayerConfig) -> str:\n"
-            "    if layer.mesh.use_mesh_ll:\n"
-            '        activation_layout = "packed"\n'
-            "    else:\n"
-            '        activation_layout = "flat"\n'
-            "    return activation_layout\n",
+            ONE_MEMBER_LAYOUT,
             missing=("relay", "relay_v2"),
-            expected_fix="def layout_of(layer: LayerConfig) -> str:\n"
-            "    if layer.mesh.uses_packed_layout:\n"
-            '        activation_layout = "packed"\n'
-            "    else:\n"
-            '        activation_layout = "flat"\n'
-            "    return activation_layout\n",
+            expected_fix=ONE_MEMBER_LAYOUT.replace("use_mesh_ll", "uses_packed_layout"),
             note="its package: two sibling files of its directory compute activation_layout "
             "with the helper (a local the if chooses the value of: compared within the package "
             "only)",
