@@ -76,33 +76,38 @@ class PartialModule:
         """Split into pieces; False when the text gives no safe cut."""
         line_starts = [0, *(m.end() for m in re.finditer("\n", self.source))]
         self._line_starts = line_starts
-        starts: list[int] = []
+        # (first line, line of its ``def`` or ``class``): a decorated definition starts at
+        # its first decorator, and its own header line is code at column 0 too
+        starts: list[tuple[int, int]] = []
         decorated = False  # a decorator was seen and its definition not yet
         for start, match in DEFINITION.finditer(self.source):
             line = bisect.bisect_right(line_starts, start)
-            if not decorated:
-                starts.append(line)
+            if decorated:
+                starts[-1] = (starts[-1][0], line)
+            else:
+                starts.append((line, line))
             decorated = match.group().endswith("@")
         if not starts:
             return False
         total = len(line_starts)
         pieces: list[tuple[int, int, bool]] = []
-        if starts[0] > 1:
-            pieces.append((1, starts[0] - 1, False))
-        for index, start in enumerate(starts):
-            end = (starts[index + 1] - 1) if index + 1 < len(starts) else total
-            pieces.extend(self._split_tail(start, end))
+        if starts[0][0] > 1:
+            pieces.append((1, starts[0][0] - 1, False))
+        for index, (start, header) in enumerate(starts):
+            end = (starts[index + 1][0] - 1) if index + 1 < len(starts) else total
+            pieces.extend(self._split_tail(start, header, end))
         self._pieces = pieces
         return True
 
-    def _split_tail(self, first: int, last: int) -> list[tuple[int, int, bool]]:
-        """A definition ends where the next top-level statement that is not part of it begins
+    def _split_tail(self, first: int, header: int, last: int) -> list[tuple[int, int, bool]]:
+        """A definition (its decorators from line ``first``, its ``def`` or ``class`` at line
+        ``header``) ends where the next top-level statement that is not part of it begins
         (``EntryClass = ...`` after the last class); that tail is scaffold."""
         starts = self._line_starts
-        if first >= len(starts):
+        if header >= len(starts):
             return [(first, last, True)]
         end = starts[last] if last < len(starts) else len(self.source)
-        found = TOP_LEVEL_CODE.search(self.source, starts[first], end)
+        found = TOP_LEVEL_CODE.search(self.source, starts[header], end)
         if found is None:
             return [(first, last, True)]
         line = bisect.bisect_right(starts, found)

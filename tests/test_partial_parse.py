@@ -159,3 +159,34 @@ def test_a_function_no_question_needs_is_not_parsed() -> None:
 def test_carriage_return_lines_are_parsed_whole() -> None:
     module = parse_for_sites(MODEL.replace("\n", "\r"), "block_like.py", HOT)
     assert module.whole
+
+
+DECORATED = '''\
+import triton
+
+
+@triton.jit
+@triton.heuristics(
+    {"BLOCK": lambda args: 64},
+)
+def kernel(x):
+    return x
+
+
+@dataclass
+class Settings:
+    size: int = 1
+
+
+def backend():
+    return current_platform.is_rocm()
+'''
+
+
+def test_a_decorated_definition_no_question_needs_is_not_parsed() -> None:
+    """Its decorators start the piece and its ``def``/``class`` line is part of it, not top-level
+    code after it (that made every decorated kernel and dataclass parsed on every scan)."""
+    module = parse_for_sites(DECORATED, "kernels.py", [19])
+    assert [type(s).__name__ for s in module.tree.body] == ["Import", "FunctionDef"]
+    assert module.parse_lines({9})
+    assert [getattr(s, "name", "") for s in module.tree.body] == ["", "kernel", "backend"]
