@@ -161,7 +161,7 @@ def test_carriage_return_lines_are_parsed_whole() -> None:
     assert module.whole
 
 
-DECORATED = '''\
+DECORATED = """\
 import triton
 
 
@@ -180,7 +180,7 @@ class Settings:
 
 def backend():
     return current_platform.is_rocm()
-'''
+"""
 
 
 def test_a_decorated_definition_no_question_needs_is_not_parsed() -> None:
