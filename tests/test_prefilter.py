@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import re
 from pathlib import Path
 
-from driftcheck.prefilter import build_prefilter, group_anchors
+from driftcheck.prefilter import prefixed_patterns, build_prefilter, group_anchors
 from driftcheck.project import discover_project
 from driftcheck.universe import load_universes
 
@@ -41,3 +42,30 @@ def test_grouped_search_answers_as_a_search_for_every_anchor() -> None:
     texts = [b"\n".join(combo) for n in range(4) for combo in itertools.permutations(words, n)]
     assert [grouped.may_match(t) for t in texts] == [flat.may_match(t) for t in texts]
     assert any(grouped.may_match(t) for t in texts)
+
+
+def test_member_names_sharing_a_prefix_make_one_pattern_that_starts_with_it() -> None:
+    assert prefixed_patterns(
+        r"\.", ["is_deepep", "is_mori", "is_deepep_v2", "uses_x"], r"\(\s*\)"
+    ) == [
+        r"\.is_(?:deepep_v2|deepep|mori)\(\s*\)",
+        r"\.uses_x(?:)\(\s*\)",
+    ]
+
+
+def test_split_member_patterns_answer_as_one_alternation_of_them() -> None:
+    project = discover_project([SGLANG_LIKE], cwd=SGLANG_LIKE)
+    loaded = load_universes(project.root, project.config)
+    split = build_prefilter([u.universe for u in loaded.universes])
+    assert len(split.member_patterns) > 1
+    joined = re.compile(b"|".join(p.pattern for p in split.member_patterns))
+    one = dataclasses.replace(split, member_patterns=(joined,))
+    words = [b"b.is_deepep()", b"b.is_mori( )", b"'deepep'", b'"mooncake"', b"MoeA2ABackend.MORI"]
+    texts = [
+        b"get_moe_a2a_backend()\n" + b"\n".join(combo)
+        for n in range(1, 4)
+        for combo in itertools.permutations(words, n)
+    ]
+    assert [split.hot_lines(t) for t in texts] == [one.hot_lines(t) for t in texts]
+    assert [split.may_match(t) for t in texts] == [one.may_match(t) for t in texts]
+    assert any(split.hot_lines(t) for t in texts)
