@@ -9,7 +9,7 @@ import itertools
 import re
 from pathlib import Path
 
-from driftcheck.prefilter import prefixed_patterns, build_prefilter, group_anchors
+from driftcheck.prefilter import build_prefilter, group_anchors, prefixed_patterns
 from driftcheck.project import discover_project
 from driftcheck.universe import load_universes
 
