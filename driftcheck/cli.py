@@ -164,7 +164,7 @@ def _recorded(run: Callable[..., int]) -> Callable[..., None]:
         if _RECORDER is not None:
             _RECORDER.save(code)
             _RECORDER = None
-        sys.exit(code)
+        replay.leave(code)
 
     return command
 

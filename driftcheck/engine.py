@@ -11,12 +11,14 @@ from __future__ import annotations
 import gc
 import itertools
 import os
+import posixpath
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from driftcheck.rules import CATALOGUE
+from driftcheck.rules.base import RunIndex
 
 from .baseline import Baseline
 from .cache import EMPTY, ScanCache, Stamp
@@ -32,12 +34,31 @@ from .project import Project, discover_project
 from .replay import stamp_or_none
 from .scan import FileScan, ScanSpec, decode_source, scan_path
 from .selection import SelectionError, selected_codes
+from .singles import SingleCheckFilter, build_single_filter
 from .universe import Loaded, LoadedUniverse, UniverseError, load_universes
 from .workshare import Shared
 
 PARALLEL_THRESHOLD = 256
 CHUNK = 32  # files a worker takes at a time
 GC_YOUNG_THRESHOLD = 50_000  # allocations between collections of the young generation
+
+
+class DeferredFile(NamedTuple):
+    """A file holding only single checks, not analysed yet (:mod:`driftcheck.singles`)."""
+
+    path: str  # as the walk gave it
+    size: int
+    stamp: Stamp
+
+
+@dataclass
+class Analysis:
+    """How a run analyses files it deferred: its scan spec (without deferral), its worker
+    count, and its scan cache (None: nothing is cached)."""
+
+    spec: ScanSpec
+    jobs: int | None
+    cache: ScanCache | None = None
 
 
 @dataclass
@@ -68,6 +89,11 @@ class CheckResult:
     notes: list[str] = field(default_factory=list)
     # nothing to check: no pack recognises the tree and no universe recurs in it (exit 0)
     inert: bool = False
+    # files holding only single checks, not analysed yet (:mod:`driftcheck.singles`), by
+    # canonical path; how to analyse them; and the scans of those analysed since
+    deferred: dict[str, DeferredFile] = field(default_factory=dict)
+    analysis: Analysis | None = None
+    completed: dict[str, FileScan] = field(default_factory=dict)
 
     @property
     def fatal(self) -> bool:
@@ -99,6 +125,34 @@ class CheckResult:
     def config(self) -> Config:
         """The configuration that applied."""
         return self.project.config
+
+    def complete(self, wanted: Callable[[str], bool] | None = None) -> dict[str, FileScan]:
+        """Analyse the deferred files (those ``wanted`` accepts, by canonical path: every one
+        by default) and add their scans: what reads every site needs them (``discover``,
+        ``gen-test``, a judgement that reports something, whose fixes and liveness read
+        every same-role site). Their scans go to the cache, when the run has one. Returns the
+        scans of the files that contribute (those with problems too)."""
+        chosen = {rel: f for rel, f in self.deferred.items() if wanted is None or wanted(rel)}
+        if not chosen or self.analysis is None:
+            return {}
+        for rel in chosen:
+            del self.deferred[rel]
+        analysis = self.analysis
+        pending = [(f.path, rel, f.size) for rel, f in sorted(chosen.items())]
+        with Scanner(analysis.spec, analysis.jobs) as scanner:
+            for scan in scanner.scan(pending):
+                rel = scan if isinstance(scan, str) else scan.path
+                if analysis.cache is not None:
+                    if isinstance(scan, str):
+                        analysis.cache.put_empty(rel, chosen[rel].stamp)
+                    else:
+                        analysis.cache.put(rel, chosen[rel].stamp, scan)
+                if isinstance(scan, str) or scan.is_empty():
+                    continue
+                self.completed[rel] = scan
+                if not scan.problems:
+                    self.scans[rel] = scan
+        return {rel: self.completed[rel] for rel in chosen if rel in self.completed}
 
     def source_text(self, rel: str) -> str | None:
         """The text of file ``rel`` as the run saw it: its buffer, else the file (None when
@@ -207,28 +261,56 @@ def check(
     if any(str(t.resolve()) in defining for t in targets if t.is_file()):
         targets, result.expanded = [project.root], True
     universes = tuple(u.universe for u in every.universes)
-    spec = scan_spec(universes, project.config)
+    singles = single_filter(universes, project.config, codes)
+    spec = scan_spec(universes, project.config, singles)
     cache = None
     if use_cache:
         fingerprint = "\n".join(u.fingerprint() for u in universes)
         cache = ScanCache(
             ScanCache.location(project.root), fingerprint + "|" + project.config.digest()
         )
+    result.analysis = Analysis(replace(spec, singles=None), jobs, cache)
     with Scanner(spec, jobs) as scanner:
         return _check_files(result, targets, scanner, cache, codes, baseline, progress)
 
 
-def scan_spec(universes: tuple[Universe, ...], config: Config) -> ScanSpec:
+def scan_spec(
+    universes: tuple[Universe, ...], config: Config, singles: SingleCheckFilter | None = None
+) -> ScanSpec:
     """What every file of a run is scanned for: the universes (before any family is inferred
     from the scans), their prefilter, the gates' registry calls, the model-file marker and the
-    pack's role operations."""
+    pack's role operations; with ``singles``, files holding only single checks are deferred."""
     return ScanSpec(
         universes,
         build_prefilter(universes),
         tuple(g.register_call for g in config.gates),
         config.model_marker,
         tuple(sorted(config.operations.items())),
+        singles,
     )
+
+
+def single_filter(
+    universes: tuple[Universe, ...], config: Config, codes: set[str]
+) -> SingleCheckFilter | None:
+    """The filter that defers files holding only single checks, or None when one of the
+    selected rules reads single checks anywhere (:meth:`Rule.reads_single_checks`)."""
+    rules = [CATALOGUE[code]() for code in sorted(codes) if code in CATALOGUE]
+    if not universes or any(rule.reads_single_checks(universes, config) for rule in rules):
+        return None
+    return build_single_filter(universes)
+
+
+def single_check_directories(result: CheckResult, codes: set[str]) -> set[str]:
+    """The directories whose deferred files the selected rules read, from the other files'
+    scans (:meth:`Rule.single_check_directories`)."""
+    assert result.universe is not None
+    run = RunIndex(result.scans, result.universes, result.config, result.universe)
+    directories: set[str] = set()
+    for code in sorted(codes):
+        if code in CATALOGUE:
+            directories |= CATALOGUE[code]().single_check_directories(run)
+    return directories
 
 
 def rule_selection(
@@ -293,6 +375,7 @@ def _check_files(  # noqa: C901 - the scan pipeline in one place: walk, context,
         cache.load()
     pending: list[tuple[str, str, int]] = []
     stats: dict[str, Stamp] = {}
+    defers = scanner.spec.singles is not None
     walked_count = 0
     unreadable: set[str] = set()
     for text, rel in walked:
@@ -314,37 +397,66 @@ def _check_files(  # noqa: C901 - the scan pipeline in one place: walk, context,
         cached = cache.get(rel, stat) if cache is not None else None
         if cached is EMPTY:
             continue
+        if isinstance(cached, FileScan) and cached.deferred:
+            if defers:
+                result.deferred[rel] = DeferredFile(text, stat.size, stat)
+                continue
+            cached = None  # this run reads every single check: analyse it now
         if cached is not None:
             result.scans[rel] = cached  # type: ignore[assignment]
         else:
             pending.append((text, rel, stat.size))
-            if cache is not None:
+            if cache is not None or defers:
                 stats[rel] = stat
     del walked
+    paths = {rel: text for text, rel, _ in pending} if defers else {}
     for scanned, scan in enumerate(scanner.scan(pending), 1):
         if progress is not None:
             progress(scanned, len(pending))
         if isinstance(scan, str):
             if cache is not None:
                 cache.put_empty(scan, stats.pop(scan))
+            else:
+                stats.pop(scan, None)
             continue
-        if cache is not None:
-            cache.put(scan.path, stats.pop(scan.path), scan)
+        stat = stats.pop(scan.path, None)
+        if cache is not None and stat is not None:
+            cache.put(scan.path, stat, scan)
+        if scan.deferred and stat is not None:
+            result.deferred[scan.path] = DeferredFile(paths[scan.path], stat.size, stat)
+            continue
         if scan.is_empty():
             continue
         result.scans[scan.path] = scan
         if (named is None or scan.path in named) and scan.problems:
             unreadable.add(scan.path)
             result.problems.extend(scan.problems)
+    result.files_checked = walked_count - len(unreadable)
+    result.files_unreadable = len(unreadable)
+    if result.deferred:
+        directories = single_check_directories(result, codes)
+        _count_problems(
+            result, result.complete(lambda r: posixpath.dirname(r) in directories), named
+        )
+    judged = judge_scans(result, codes, baseline, named)
     if cache is not None:
         if cache.rejected:
             result.warnings.append(
                 f"ignored {cache.rejected} corrupted or tampered cache entr{'y' if cache.rejected == 1 else 'ies'} in {cache.file}"
             )
         cache.save()
-    result.files_checked = walked_count - len(unreadable)
-    result.files_unreadable = len(unreadable)
-    return judge_scans(result, codes, baseline, named)
+    return judged
+
+
+def _count_problems(
+    result: CheckResult, scans: dict[str, FileScan], named: set[str] | None
+) -> None:
+    """Report the problems of deferred files analysed since the walk (a requested file only)."""
+    for rel, scan in sorted(scans.items()):
+        if scan.problems and (named is None or rel in named):
+            result.problems.extend(scan.problems)
+            result.files_checked -= 1
+            result.files_unreadable += 1
 
 
 def judge_scans(
@@ -367,6 +479,31 @@ def judge_scans(
         return result
     if result.every is not None and result.every.inferred and not _keep_inferred(result):
         return _nothing_to_check(result)
+    findings = _judged(result, codes, named, latent, reads)
+    if findings and result.deferred:
+        # what is reported is fixed and judged live against every same-role site: read the
+        # files deferred as holding only single checks, and judge again
+        _count_problems(result, result.complete(), named)
+        findings = _judged(result, codes, named)
+    if named is not None:
+        result.scans = {rel: scan for rel, scan in result.scans.items() if rel in named}
+    if baseline is not None:
+        kept = [f for f in findings if not baseline.contains(f)]
+        result.baselined = len(findings) - len(kept)
+        findings = kept
+    result.findings = sorted(findings, key=lambda f: (f.path, f.span.line, f.span.col, f.code))
+    result.problems.sort(key=lambda p: (p.path, p.line or 0))
+    return result
+
+
+def _judged(
+    result: CheckResult,
+    codes: set[str],
+    named: set[str] | None,
+    latent: dict[str, dict[str, str]] | None = None,
+    reads: AttributeReads | None = None,
+) -> list[Finding]:
+    """The findings of the ``named`` files (None: every file), every scan read."""
     root, config = result.root, result.config
     universe = result.universe
     assert universe is not None
@@ -380,17 +517,10 @@ def judge_scans(
     judge = Judge(result.universes, universe, config, codes, latent, reads)
     judge.prepare(result.scans)
     findings: list[Finding] = []
-    if named is not None:
-        result.scans = {rel: scan for rel, scan in result.scans.items() if rel in named}
     for rel in sorted(result.scans):
-        findings.extend(judge.judge_file(result.scans[rel]))
-    if baseline is not None:
-        kept = [f for f in findings if not baseline.contains(f)]
-        result.baselined = len(findings) - len(kept)
-        findings = kept
-    result.findings = sorted(findings, key=lambda f: (f.path, f.span.line, f.span.col, f.code))
-    result.problems.sort(key=lambda p: (p.path, p.line or 0))
-    return result
+        if named is None or rel in named:
+            findings.extend(judge.judge_file(result.scans[rel]))
+    return findings
 
 
 def _decoded_or_none(data: bytes) -> str | None:

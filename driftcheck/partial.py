@@ -37,7 +37,9 @@ TOP_LEVEL_CODE = LinePattern(r"[^\s#)\]}'\"@]")
 class PartialModule:
     """A module of which only some top-level pieces are parsed (``tree.body`` grows)."""
 
-    def __init__(self, source: str, path: str, hot_lines: list[int] | None) -> None:
+    def __init__(
+        self, source: str, path: str, hot_lines: list[int] | None, defining: list[int] | None = None
+    ) -> None:
         self.source = source
         self.path = path
         self.tree = ast.Module(body=[], type_ignores=[])
@@ -50,7 +52,9 @@ class PartialModule:
         if hot_lines is None or "\r" in source or not self._cut():
             self._whole()
             return
-        hot = sorted(hot_lines)
+        # a definition (or a method) is parsed for its defining hot lines: one whose hot lines
+        # only name a holder holds no site and binds nothing read elsewhere (Prefilter)
+        hot = sorted(defining if defining is not None else hot_lines)
         for index, (first, last, definition) in enumerate(self._pieces):
             position = bisect.bisect_left(hot, first)
             needed = not definition or (position < len(hot) and hot[position] <= last)
@@ -357,7 +361,10 @@ def _body_statement(indent: int) -> LinePattern:
     return LinePattern(rf" {{{indent}}}(?!def\b|async\s+def\b|@)[^\s#)\]}}'\"]")
 
 
-def parse_for_sites(source: str, path: str, hot_lines: list[int] | None) -> PartialModule:
-    """The module with the pieces that can hold a site parsed (see the module docstring);
-    raises ``SyntaxError`` as :func:`ast.parse` would for a file that does not parse."""
-    return PartialModule(source, path, hot_lines)
+def parse_for_sites(
+    source: str, path: str, hot_lines: list[int] | None, defining: list[int] | None = None
+) -> PartialModule:
+    """The module with the pieces that can hold a site parsed (see the module docstring):
+    those holding a ``defining`` line (all the hot lines when not given); raises
+    ``SyntaxError`` as :func:`ast.parse` would for a file that does not parse."""
+    return PartialModule(source, path, hot_lines, defining)

@@ -26,6 +26,10 @@ class Prefilter:
     groups: tuple[tuple[bytes, tuple[bytes, ...]], ...]
     helpers: tuple[bytes, ...]
     receivers: tuple[bytes, ...]
+    # the receivers split: those naming a holder of the setting (a class, or a name bound to
+    # one), whose lines are hot but define nothing another definition reads, and the others
+    holders: tuple[bytes, ...]
+    defining_receivers: tuple[bytes, ...]
     # the member tokens, one pattern per literal they start with (``\.is_``, ``Enum\.``): a
     # pattern that starts with a literal is searched for as a string, ten times faster than
     # one alternation of them all; the quoted values, which start with no literal, come last
@@ -64,23 +68,39 @@ class Prefilter:
     def hot_lines(self, data: bytes) -> list[int]:
         """1-based line numbers holding a member token, a helper name, a receiver name, or
         the name of a constant of members (``b in _A2A``, where ``_A2A = (E.X, E.Y)``)."""
+        return self.hot_and_defining_lines(data)[0]
+
+    def hot_and_defining_lines(self, data: bytes) -> tuple[list[int], list[int]]:
+        """The hot lines (:meth:`hot_lines`) and, of them, the *defining* ones: those that
+        hold more than a holder's name. A definition whose hot lines all name holders alone
+        (``current_platform.fp8_dtype()``) holds no site and binds nothing another definition
+        reads (a holder is bound to a local name only, and read in that same function)."""
         if b"\r" in data:  # count lines as Python does: \r\n, \r and \n each end one
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        offsets = [m.start() for pattern in self.member_patterns for m in pattern.finditer(data)]
-        for helper in (*self.helpers, *self.receivers, *self._member_constants(data, offsets)):
-            start = data.find(helper)
-            while start != -1:
-                offsets.append(start)
-                start = data.find(helper, start + 1)
-        # one pass over the sorted offsets: counting from the start for each offset is
-        # quadratic on a generated file with many tokens (10 MB took minutes)
-        lines = set()
-        line, position = 1, 0
-        for offset in sorted(offsets):
-            line += data.count(b"\n", position, offset)
-            position = offset
-            lines.add(line)
-        return sorted(lines)
+        defining = [m.start() for pattern in self.member_patterns for m in pattern.finditer(data)]
+        named = (*self.helpers, *self.defining_receivers, *self._member_constants(data, defining))
+        holding: list[int] = []
+        for needles, offsets in ((named, defining), (self.holders, holding)):
+            for needle in needles:
+                start = data.find(needle)
+                while start != -1:
+                    offsets.append(start)
+                    start = data.find(needle, start + 1)
+        defining_lines = _lines(data, defining)
+        return sorted(defining_lines | _lines(data, holding)), sorted(defining_lines)
+
+
+def _lines(data: bytes, offsets: list[int]) -> set[int]:
+    """The 1-based lines of ``offsets`` in ``data`` (whose lines end in ``\\n``): one pass over
+    the sorted offsets (counting from the start for each is quadratic on a generated file with
+    many tokens: 10 MB took minutes)."""
+    lines = set()
+    line, position = 1, 0
+    for offset in sorted(offsets):
+        line += data.count(b"\n", position, offset)
+        position = offset
+        lines.add(line)
+    return lines
 
 
 # what precedes the opening bracket of a collection of members: ``NAME = (``,
@@ -164,6 +184,7 @@ def build_prefilter(universes: Universe | Iterable[Universe]) -> Prefilter:
     universes = list(universes)
     helpers: list[bytes] = []
     anchors: list[bytes] = []
+    holders: set[bytes] = set()
     methods: list[str] = []
     properties: list[str] = []
     values: list[str] = []
@@ -172,7 +193,9 @@ def build_prefilter(universes: Universe | Iterable[Universe]) -> Prefilter:
         helpers += [f.name.encode() for f in universe.families]
         anchors += [g.encode() for g in sorted(universe.getters)]
         anchors += [a.encode() for a in universe.value_attributes]
-        anchors += [n.encode() for n in sorted(universe.holder_names | universe.holders)]
+        named_holders = sorted(universe.holder_names | universe.holders)
+        anchors += [n.encode() for n in named_holders]
+        holders |= {n.encode() for n in named_holders}
         if universe.enum_name:
             anchors.append(universe.enum_name.encode())
         for name, pred in universe.predicates.items():
@@ -203,5 +226,7 @@ def build_prefilter(universes: Universe | Iterable[Universe]) -> Prefilter:
         groups=group_anchors(unique_anchors),
         helpers=unique_helpers,
         receivers=tuple(a for a in unique_anchors if a not in unique_helpers),
+        holders=tuple(a for a in distinct if a in holders),
+        defining_receivers=tuple(a for a in distinct if a not in holders and a not in helpers),
         member_patterns=tuple(re.compile(part.encode()) for part in parts),
     )

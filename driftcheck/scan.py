@@ -22,6 +22,7 @@ from .liveness import LocalReads, class_headers
 from .model import Problem, Site, Universe
 from .partial import parse_for_sites
 from .prefilter import Prefilter
+from .singles import SingleCheckFilter, Tokens
 from .sites import find_sites
 from .sites.names import terminal_name
 from .suppressions import Suppression, parse_suppressions
@@ -47,6 +48,9 @@ class ScanSpec:
     model_marker: str = ""
     # reach key -> the pack's role operation (:attr:`driftcheck.config.Config.operations`)
     operations: tuple[tuple[str, str], ...] = ()
+    # when set, a file that can hold only single checks is not analysed but marked deferred
+    # (:mod:`driftcheck.singles`)
+    singles: SingleCheckFilter | None = None
 
 
 @functools.lru_cache(maxsize=64)
@@ -75,12 +79,14 @@ class FileScan:
     # top-level classes and their bases, of a file that may hold sites (liveness relations)
     classes: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
     parsed: bool = False  # the parse succeeded (what went wrong after it was the analysis)
+    # it can hold only single checks and was not analysed (:mod:`driftcheck.singles`)
+    deferred: bool = False
 
     def is_empty(self) -> bool:
         """Whether the file contributes nothing to a run (most files of a tree)."""
         return not (
             self.sites or self.suppressions or self.entry_classes or self.imports
-            or self.registrations or self.problems or self.classes
+            or self.registrations or self.problems or self.classes or self.deferred
         )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
@@ -94,6 +100,7 @@ class FileScan:
             "imports": self.imports,
             "registrations": self.registrations,
             "classes": [[name, list(bases)] for name, bases in self.classes],
+            **({"deferred": True} if self.deferred else {}),
         }
 
     @staticmethod
@@ -108,6 +115,7 @@ class FileScan:
             imports=list(data.get("imports", [])),
             registrations=list(data.get("registrations", [])),
             classes=[(name, tuple(bases)) for name, bases in data.get("classes", [])],
+            deferred=bool(data.get("deferred", False)),
         )
 
 
@@ -165,7 +173,13 @@ def _scan(rel: str, data: bytes, spec: ScanSpec) -> FileScan:
         line = source[: source.index("\x00")].count("\n") + 1
         result.problems.append(Problem(rel, line, "source contains a NUL byte; file skipped"))
         return result
-    hot = prefilter.hot_lines(data) if interesting else None
+    tokens = None
+    if interesting and spec.singles is not None and not (wants_registry or result.entry_classes):
+        tokens = spec.singles.read(data, source)
+        if tokens is not None and tokens.single_checks_anywhere():
+            result.deferred = True
+            return result
+    hot, defining = prefilter.hot_and_defining_lines(data) if interesting else (None, None)
     # a large file's analysis makes millions of nodes that live until it ends, and none that
     # form cycles: collecting while they are made would walk them again and again (a sixth
     # of a 20 MB file's scan); they are collected, if ever, once it is done
@@ -173,7 +187,7 @@ def _scan(rel: str, data: bytes, spec: ScanSpec) -> FileScan:
     if paused:
         gc.disable()
     try:
-        _analyse(result, source, spec, hot, wants_registry)
+        _analyse(result, source, spec, hot, wants_registry, tokens, defining)
     except SyntaxError as exc:
         message = exc.msg if hasattr(exc, "msg") else str(exc)
         result.problems.append(Problem(rel, exc.lineno, f"syntax error: {message}; file skipped"))
@@ -191,15 +205,27 @@ def _scan(rel: str, data: bytes, spec: ScanSpec) -> FileScan:
 
 
 def _analyse(
-    result: FileScan, source: str, spec: ScanSpec, hot: list[int] | None, wants_registry: bool
+    result: FileScan,
+    source: str,
+    spec: ScanSpec,
+    hot: list[int] | None,
+    wants_registry: bool,
+    tokens: Tokens | None = None,
+    defining: list[int] | None = None,
 ) -> None:
     """Parse what can hold a site (the whole file when the registry is wanted: its calls may
     sit anywhere) and collect sites, suppressions and registrations into ``result``. A syntax
     error is reported where the check reads (the statements around its hot lines); ``--fix``
-    compiles the whole file before it changes it."""
+    compiles the whole file before it changes it. With the file's member ``tokens``, a file
+    none of whose statements holds two members of one universe is deferred once parsed
+    (:mod:`driftcheck.singles`)."""
     rel = result.path
-    module = parse_for_sites(source, rel, None if wants_registry else hot or [])
+    whole = wants_registry
+    module = parse_for_sites(source, rel, None if whole else hot or [], None if whole else defining)
     result.parsed = True
+    if tokens is not None and tokens.apart(module.tree):
+        result.deferred = True
+        return
     if hot is not None:
         sites = find_sites(
             spec.universes,

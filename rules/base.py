@@ -7,7 +7,10 @@ Each rule module defines one :class:`Rule` subclass and owns all of its behaviou
   site is judged (sibling consensus indexes the model files there);
 - :meth:`Rule.finish_file` is the per-file hook, called after a file's sites were judged,
   with the suppression comments that matched something (stale suppressions are found there);
-- :meth:`Rule.plan_fix` plans the rewrite for one of its findings.
+- :meth:`Rule.plan_fix` plans the rewrite for one of its findings;
+- :meth:`Rule.reads_single_checks` and :meth:`Rule.single_check_directories` say which files
+  holding only single checks it reads (the others are analysed only once something is
+  reported: :mod:`driftcheck.singles`).
 
 Its ``VALID`` and ``INVALID`` examples are model-file snippets evaluated against a fixture
 universe (``fixtures/sglang_like`` unless the example names another) by the test suite,
@@ -21,7 +24,7 @@ Whether a rule offers a fix is derived from its examples (any INVALID example wi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
@@ -98,6 +101,9 @@ class Rule:
     fix_safety: ClassVar[str] = "No fix."
     VALID: ClassVar[list[Example]] = []
     INVALID: ClassVar[list[Example]] = []
+    # what the rule reads: "every site" (the default), "enumerations" (a helper call or two
+    # members and more; a single check is one only where min-overlap is 1) or "suppressions"
+    reads: ClassVar[str] = "every site"
 
     @classmethod
     def fixable(cls) -> bool:
@@ -120,6 +126,19 @@ class Rule:
         """The rewrite that fixes ``job`` in ``style`` (``minimal``/``helper``); raises
         :class:`~driftcheck.fix.plan.Refusal` with the reason when it cannot be made."""
         raise NotImplementedError(f"{self.code} offers no fix")
+
+    def reads_single_checks(self, universes: Sequence[Universe], config: Config) -> bool:
+        """Whether a run over ``universes`` must analyse every file holding only single checks
+        for this rule (before any is judged): by :attr:`reads`, true unless the rule reads
+        only enumerations (and ``min-overlap`` is 2 or more) or suppressions."""
+        if self.reads == "enumerations":
+            return config.min_overlap < 2
+        return self.reads != "suppressions"
+
+    def single_check_directories(self, run: RunIndex) -> set[str]:
+        """The directories whose files holding only single checks this rule reads, asked once
+        every other file is scanned (``run``); none by default."""
+        return set()
 
 
 def site_finding(

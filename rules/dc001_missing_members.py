@@ -45,6 +45,7 @@ class MissingFamilyMembers(Rule):
 
     code = "DC001"
     name = "missing-family-members"
+    reads = "enumerations"
     severity = "error"
     summary = "Hand-written backend enumeration misses members of the canonical family"
     explanation = """\

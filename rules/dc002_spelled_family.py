@@ -12,6 +12,7 @@ class SpelledOutFamily(Rule):
 
     code = "DC002"
     name = "spelled-out-family"
+    reads = "enumerations"
     severity = "info"
     default_enabled = False
     summary = "Enumeration spells out the whole canonical family by hand; call the helper"

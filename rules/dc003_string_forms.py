@@ -21,6 +21,7 @@ class StringFormMissingMembers(Rule):
 
     code = "DC003"
     name = "string-form-missing-members"
+    reads = "enumerations"
     severity = "error"
     summary = "Backend enumeration by string or enum value misses members of the canonical family"
     explanation = """\

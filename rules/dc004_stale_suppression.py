@@ -19,6 +19,7 @@ class StaleSuppression(Rule):
 
     code = "DC004"
     name = "stale-suppression"
+    reads = "suppressions"
     severity = "error"
     summary = "Suppression comment matches no finding, or is malformed"
     explanation = """\

@@ -17,6 +17,7 @@ class RedundantMember(Rule):
 
     code = "DC005"
     name = "redundant-family-member"
+    reads = "enumerations"
     severity = "warning"
     summary = "Member is or-ed with a canonical helper that already includes it"
     explanation = """\

@@ -13,6 +13,7 @@ class AllowlistDrift(Rule):
 
     code = "DC010"
     name = "allowlist-missing-members"
+    reads = "enumerations"
     severity = "warning"
     default_enabled = False
     summary = "Validation allowlist of backends misses members of the canonical family"

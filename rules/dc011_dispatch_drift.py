@@ -13,6 +13,7 @@ class DispatchDrift(Rule):
 
     code = "DC011"
     name = "dispatch-missing-members"
+    reads = "enumerations"
     severity = "warning"
     default_enabled = False
     summary = (

@@ -13,6 +13,7 @@ list elsewhere in the same file that has such evidence.
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -35,6 +36,7 @@ from .base import (
 from .dc021_named_refusal import judged as refusal_judged
 
 if TYPE_CHECKING:
+    from driftcheck.config import Config
     from driftcheck.fix.plan import FileContext, Rewrite, SiteJob
 
 
@@ -437,6 +439,31 @@ the members the helper accepts instead. The fix states the backends it flips.
                     elif shared != family.member_set:
                         self.package_partial.setdefault(where, set()).add(path)
 
+    def reads_single_checks(self, universes: Sequence[Universe], config: Config) -> bool:
+        """A single check is judged anywhere by sibling evidence (model files: a pack with a
+        model marker) and by use evidence (a family of :data:`SINGLE_USE_MEMBERS` members or
+        more), and against a family still to be inferred from the copies; otherwise only by
+        its package (:meth:`single_check_directories`)."""
+        if config.model_marker:
+            return True
+        return any(
+            not universe.families
+            or any(not 2 <= len(f.members) < SINGLE_USE_MEMBERS for f in universe.families)
+            for universe in universes
+        )
+
+    def single_check_directories(self, run: RunIndex) -> set[str]:
+        """The directories where at least :data:`PACKAGE_QUORUM` files use a family whole in
+        one package role: the only places package evidence can judge a single check."""
+        self.package_users, self.package_partial = {}, {}
+        for path, scan in sorted(run.scans.items()):
+            self._index_package(run, path, scan.sites)
+        return {
+            directory
+            for (_, _, directory, _), users in self.package_users.items()
+            if len({user.path for user in users}) >= PACKAGE_QUORUM
+        }
+
     def package_evidence(self, site: Site, family: Family, universe: Universe) -> Evidence | None:
         """Sibling files of ``site``'s own directory (its package) that use the whole family
         in the same role: they give its value the same name (an attribute or local set, a
@@ -494,7 +521,7 @@ the members the helper accepts instead. The fix states the backends it flips.
         whether most of those users call the helper. A single check of a two-member family
         is as likely a choice between the two (``is_cuda()`` vs ``is_rocm()``) as a drifted
         copy: use is evidence only against families of three or more."""
-        if site.form == "single" and len(family.members) < 3:
+        if site.form == "single" and len(family.members) < SINGLE_USE_MEMBERS:
             return None
         agreeing: list[tuple[int, str, set[tuple[str, int, bool]]]] = []
         for key in site.role.keys:
@@ -685,6 +712,8 @@ def _where(sibling: Sibling) -> str:
 
 WEAK_KEYS = {"call:assert", "raise"}  # validation guards nothing a family decides
 USE_QUORUM = 2  # files whose sites call the helper or enumerate the family for the same use
+# the smallest family whose use judges a single check (of two, one is as likely a choice)
+SINGLE_USE_MEMBERS = 3
 STRONG_QUORUM = 3  # with a key this many files share, keys fewer files share are not evidence
 
 

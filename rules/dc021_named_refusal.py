@@ -10,12 +10,17 @@ p.is_cuda(): raise ValueError("... CUDA-alike ...")``) is judged the same way.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from driftcheck.families import enumerates, member_named, names_family
 from driftcheck.model import Family, Finding, Related, Site, Universe
 
 from .base import Example, Judgement, Rule, drift, site_finding, subject
+
+if TYPE_CHECKING:
+    from driftcheck.config import Config
 
 # the examples' tree: transports of a mesh runtime, the packed-layout family (mesh_ll, relay,
 # relay_v2) among naive, ring, mesh_ht and spray (fixtures/config_like)
@@ -130,6 +135,12 @@ lets through, or refuses, should be.
             fixture=FIXTURE,
         ),
     ]
+
+    def reads_single_checks(self, universes: Sequence[Universe], config: Config) -> bool:
+        """The single checks it judges stand in front of a refusal whose text names a family,
+        and a file whose text holds a family's phrase is always analysed
+        (:mod:`driftcheck.singles`): no other needs reading."""
+        return False
 
     def check(self, site: Site, judgement: Judgement) -> list[Finding]:
         """Judge a check in front of a refusal whose text names a family as that family."""

@@ -58,7 +58,7 @@ def sites_of(tree: Path, monkeypatch: pytest.MonkeyPatch, whole: bool) -> list[d
         monkeypatch.setattr(
             driftcheck.scan,
             "parse_for_sites",
-            lambda source, path, hot: original(source, path, None),
+            lambda source, path, hot, defining=None: original(source, path, None),
         )
     result = check([tree], use_cache=False, jobs=1)
     monkeypatch.undo()
