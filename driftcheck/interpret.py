@@ -14,6 +14,7 @@ raises :class:`Unproven` naming the construct.
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -87,6 +88,10 @@ class Scope:
         return next((c for c in self.classes.values() if name in c.methods), None)
 
 
+# the source text of each node asked about, for as long as the node lives
+_TEXTS: weakref.WeakKeyDictionary[ast.AST, str] = weakref.WeakKeyDictionary()
+
+
 def _text(node: ast.AST) -> str:
     try:
         return source_text(node)
@@ -119,7 +124,6 @@ class Interpreter:
         self.narrowings = dict(narrowings or {})
         # in the order first met (a dict: a chain of 10,000 free inputs meets them all)
         self.seen_narrowings: dict[str, None] = {}
-        self._texts: dict[int, str] = {}  # the text of each node asked about, by its id
         self._stack: list[str] = []
 
     # -- entry points -------------------------------------------------------------------
@@ -157,11 +161,10 @@ class Interpreter:
         return self.narrowings.get(key)
 
     def _text_of(self, node: ast.AST) -> str:
-        """:func:`_text`, once per node (the expression evaluated outlives the interpreter, so
-        no id is reused while it asks)."""
-        text = self._texts.get(id(node))
+        """:func:`_text`, once per node: each member's interpreter asks of the same nodes."""
+        text = _TEXTS.get(node)
         if text is None:
-            text = self._texts[id(node)] = _text(node)
+            text = _TEXTS[node] = _text(node)
         return text
 
     def _run_body(

@@ -32,8 +32,9 @@ class Prefilter:
     defining_receivers: tuple[bytes, ...]
     # the member tokens, one pattern per literal they start with (``\.is_``, ``Enum\.``): a
     # pattern that starts with a literal is searched for as a string, ten times faster than
-    # one alternation of them all; the quoted values, which start with no literal, come last
+    # one alternation of them all; then the quoted values, which start with no literal
     member_patterns: tuple[re.Pattern[bytes], ...]
+    value_pattern: re.Pattern[bytes] | None
     always: tuple[bytes, ...] = (b"driftcheck:",)
 
     @staticmethod
@@ -61,23 +62,37 @@ class Prefilter:
             for shared, group in self.groups
         ):
             return False
-        return any(helper in data for helper in self.helpers) or any(
-            pattern.search(data) for pattern in self.member_patterns
-        )
+        if any(helper in data for helper in self.helpers):
+            return True
+        if any(pattern.search(data) for pattern in self.member_patterns):
+            return True
+        return self.value_pattern is not None and self.value_pattern.search(data) is not None
+
+    def quoted_values(self, data: bytes) -> list[re.Match[bytes]]:
+        """Each member's value written between quotes in ``data`` (``"deepep"``): the single
+        check filter reads them too (:mod:`driftcheck.singles`), so they are found once."""
+        return list(self.value_pattern.finditer(data)) if self.value_pattern is not None else []
 
     def hot_lines(self, data: bytes) -> list[int]:
         """1-based line numbers holding a member token, a helper name, a receiver name, or
         the name of a constant of members (``b in _A2A``, where ``_A2A = (E.X, E.Y)``)."""
         return self.hot_and_defining_lines(data)[0]
 
-    def hot_and_defining_lines(self, data: bytes) -> tuple[list[int], list[int]]:
+    def hot_and_defining_lines(
+        self, data: bytes, quoted: list[re.Match[bytes]] | None = None
+    ) -> tuple[list[int], list[int]]:
         """The hot lines (:meth:`hot_lines`) and, of them, the *defining* ones: those that
         hold more than a holder's name. A definition whose hot lines all name holders alone
         (``current_platform.fp8_dtype()``) holds no site and binds nothing another definition
-        reads (a holder is bound to a local name only, and read in that same function)."""
+        reads (a holder is bound to a local name only, and read in that same function).
+        ``quoted``: :meth:`quoted_values` of ``data``, when already found."""
         if b"\r" in data:  # count lines as Python does: \r\n, \r and \n each end one
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            quoted = None  # found in the text before its line ends were rewritten
+        if quoted is None:
+            quoted = self.quoted_values(data)
         defining = [m.start() for pattern in self.member_patterns for m in pattern.finditer(data)]
+        defining += [m.start() for m in quoted]
         named = (*self.helpers, *self.defining_receivers, *self._member_constants(data, defining))
         holding: list[int] = []
         for needles, offsets in ((named, defining), (self.holders, holding)):
@@ -213,8 +228,7 @@ def build_prefilter(universes: Universe | Iterable[Universe]) -> Prefilter:
         *prefixed_patterns(r"\.", properties, r"\b(?!\s*\()"),
         *(rf"{re.escape(enum)}\.(?:{_alternation(names)})\b" for enum, names in attrs.items()),
     ]
-    if values:
-        parts.append(rf"[\"'](?:{_alternation(values)})[\"']")
+    quoted = rf"[\"'](?:{_alternation(values)})[\"']".encode() if values else None
     # an anchor that contains another is found whenever that one is: test the shorter only
     distinct = list(dict.fromkeys(a for a in anchors if a))
     unique_anchors = tuple(
@@ -229,4 +243,5 @@ def build_prefilter(universes: Universe | Iterable[Universe]) -> Prefilter:
         holders=tuple(a for a in distinct if a in holders),
         defining_receivers=tuple(a for a in distinct if a not in holders and a not in helpers),
         member_patterns=tuple(re.compile(part.encode()) for part in parts),
+        value_pattern=re.compile(quoted) if quoted is not None else None,
     )

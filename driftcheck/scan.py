@@ -174,12 +174,13 @@ def _scan(rel: str, data: bytes, spec: ScanSpec) -> FileScan:
         result.problems.append(Problem(rel, line, "source contains a NUL byte; file skipped"))
         return result
     tokens = None
+    quoted = prefilter.quoted_values(data) if interesting else []
     if interesting and spec.singles is not None and not (wants_registry or result.entry_classes):
-        tokens = spec.singles.read(data, source)
+        tokens = spec.singles.read(data, source, quoted)
         if tokens is not None and tokens.single_checks_anywhere():
             result.deferred = True
             return result
-    hot, defining = prefilter.hot_and_defining_lines(data) if interesting else (None, None)
+    hot, defining = prefilter.hot_and_defining_lines(data, quoted) if interesting else (None, None)
     # a large file's analysis makes millions of nodes that live until it ends, and none that
     # form cycles: collecting while they are made would walk them again and again (a sixth
     # of a 20 MB file's scan); they are collected, if ever, once it is done

@@ -74,24 +74,24 @@ class SingleCheckFilter:
     predicate_named: dict[bytes, Named]
     # ``Enum . ATTR`` per enum, and quoted values: the matched name -> what it names
     attributes: tuple[tuple[re.Pattern[bytes], dict[bytes, Named]], ...]
-    values: re.Pattern[bytes] | None
     value_named: dict[bytes, Named]
     # each family phrase as its words (lower case): a text holding them all may name it
     phrases: tuple[tuple[str, ...], ...]
 
-    def read(self, data: bytes, source: str) -> Tokens | None:
-        """The member tokens of the file ``data`` (decoded: ``source``), or None when the file
-        must be analysed whatever they are (it names a helper, a predicate of several members,
-        a ``case`` or a suppression: see the module docstring)."""
+    def read(self, data: bytes, source: str, quoted: list[re.Match[bytes]]) -> Tokens | None:
+        """The member tokens of the file ``data`` (decoded: ``source``; its quoted values
+        ``quoted``, as :meth:`driftcheck.prefilter.Prefilter.quoted_values` finds them), or
+        None when the file must be analysed whatever they are (it names a helper, a predicate
+        of several members, a ``case`` or a suppression: see the module docstring)."""
         if SUPPRESSION in data or any(name in data for name in self.several):
             return None
         if any(True for _ in at_line_starts(data, b"case", CASE_LINE)):
             return None
         lowered = source.lower()
         phrases = tuple(words for words in self.phrases if all(w in lowered for w in words))
-        return Tokens(data, source, list(self._named(data)), phrases)
+        return Tokens(data, source, list(self._named(data, quoted)), phrases)
 
-    def _named(self, data: bytes) -> Iterator[tuple[int, str, str]]:
+    def _named(self, data: bytes, quoted: list[re.Match[bytes]]) -> Iterator[tuple[int, str, str]]:
         """``(offset, universe, member)`` for each member a token of ``data`` names."""
         for pattern in self.predicates:
             for match in pattern.finditer(data):
@@ -104,10 +104,9 @@ class SingleCheckFilter:
             for match in pattern.finditer(data):
                 for universe, members in named[match.group(1)]:
                     yield from ((match.start(), universe, m) for m in members)
-        if self.values is not None:
-            for match in self.values.finditer(data):
-                for universe, members in self.value_named[match.group(1)]:
-                    yield from ((match.start(), universe, m) for m in members)
+        for match in quoted:
+            for universe, members in self.value_named[match.group()[1:-1]]:
+                yield from ((match.start(), universe, m) for m in members)
 
 
 REFUSAL_STATEMENTS = 3  # of a branch, those whose text can be a refusal (DC021 reads as many)
@@ -230,17 +229,12 @@ def build_single_filter(universes: Sequence[Universe]) -> SingleCheckFilter:
             )
             pattern = re.compile(rf"{re.escape(universe.enum_name)}\s*\.\s*({names})\b".encode())
             attributes.append((pattern, attribute_named))
-    values = None
-    if value_named:
-        names = "|".join(re.escape(n.decode()) for n in sorted(value_named, key=len, reverse=True))
-        values = re.compile(rf"[\"']({names})[\"']".encode())
     words = [name.decode() for name in predicate_named]
     return SingleCheckFilter(
         several=tuple(sorted(several)),
         predicates=tuple(re.compile(p.encode()) for p in prefixed_patterns("", words, r"\b")),
         predicate_named=predicate_named,
         attributes=tuple(attributes),
-        values=values,
         value_named=value_named,
         phrases=tuple(sorted(phrases)),
     )

@@ -58,8 +58,10 @@ def test_split_member_patterns_answer_as_one_alternation_of_them() -> None:
     loaded = load_universes(project.root, project.config)
     split = build_prefilter([u.universe for u in loaded.universes])
     assert len(split.member_patterns) > 1
-    joined = re.compile(b"|".join(p.pattern for p in split.member_patterns))
-    one = dataclasses.replace(split, member_patterns=(joined,))
+    assert split.value_pattern is not None
+    patterns = [*split.member_patterns, split.value_pattern]
+    joined = re.compile(b"|".join(p.pattern for p in patterns))
+    one = dataclasses.replace(split, member_patterns=(joined,), value_pattern=None)
     words = [b"b.is_deepep()", b"b.is_mori( )", b"'deepep'", b'"mooncake"', b"MoeA2ABackend.MORI"]
     texts = [
         b"get_moe_a2a_backend()\n" + b"\n".join(combo)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -102,15 +103,12 @@ def _compared_strings(cls: ast.ClassDef, attr: str) -> list[str]:
                     and item.value not in found
                 ):
                     found.append(item.value)
-    return sorted(found, key=lambda v: min(_positions(cls, v)))
-
-
-def _positions(cls: ast.ClassDef, value: str) -> list[tuple[int, int]]:
-    return [
-        (n.lineno, n.col_offset)
-        for n in ast.walk(cls)
-        if isinstance(n, ast.Constant) and n.value == value
-    ] or [(0, 0)]
+    first: dict[str, tuple[int, int]] = {}  # each string's first place in the class
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in found:
+            place = (node.lineno, node.col_offset)
+            first[node.value] = min(first.get(node.value, place), place)
+    return sorted(found, key=lambda v: first.get(v, (0, 0)))
 
 
 def _string_members(domain: Domain, index: SourceIndex) -> tuple[Member, ...]:
@@ -143,8 +141,21 @@ def _annotated_class(annotation: ast.expr | None) -> str | None:
     return None
 
 
+# a class's annotated attributes, read once per class (the holder search asks repeatedly)
+_ATTRIBUTE_TYPES: weakref.WeakKeyDictionary[ast.ClassDef, dict[str, str]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def _attribute_types(cls: ast.ClassDef) -> dict[str, str]:
     """Attributes ``cls`` annotates with a class (class body, or ``self.x: T`` in methods)."""
+    known = _ATTRIBUTE_TYPES.get(cls)
+    if known is None:
+        known = _ATTRIBUTE_TYPES[cls] = _read_attribute_types(cls)
+    return known
+
+
+def _read_attribute_types(cls: ast.ClassDef) -> dict[str, str]:
     types: dict[str, str] = {}
     for node in ast.walk(cls):
         if not isinstance(node, ast.AnnAssign):
