@@ -7,7 +7,6 @@ at or above ``--fail-on`` remain, 2 bad usage, unreadable configuration or unpar
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib
 import os
@@ -57,6 +56,8 @@ class DefaultGroup(click.Group):
         known = (*self.commands, *self.LAZY, "--help", "-h", "--version")
         if args and args[0] not in known and not os.path.lexists(args[0]):
             # a path that does not exist, spelled like a command: name the command
+            import difflib  # only for a mistyped command
+
             close = difflib.get_close_matches(args[0], self.list_commands(ctx), n=1)
             if close:
                 ctx.fail(

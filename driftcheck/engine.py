@@ -9,7 +9,6 @@ This is the library entry point the CLI, the fixer and the verifier share::
 from __future__ import annotations
 
 import gc
-import itertools
 import os
 import posixpath
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -23,7 +22,7 @@ from driftcheck.rules.base import RunIndex
 from .baseline import Baseline
 from .cache import EMPTY, ScanCache, Stamp
 from .config import Config, ConfigError
-from .files import NO_PYTHON_UNDER, NOT_PYTHON, holds_python, iter_python_files
+from .files import NO_PYTHON_UNDER, NOT_PYTHON, holds_python
 from .gates import latent_members
 from .infer import infer_families
 from .judge import Judge
@@ -36,6 +35,7 @@ from .scan import FileScan, ScanSpec, decode_source, scan_path
 from .selection import SelectionError, selected_codes
 from .singles import SingleCheckFilter, build_single_filter
 from .universe import Loaded, LoadedUniverse, UniverseError, load_universes
+from .walk import WalkAhead, Walked, walk
 from .workshare import Shared
 
 PARALLEL_THRESHOLD = 256
@@ -244,19 +244,24 @@ def check(
             for p in paths
         )
         return result
+    targets = [cwd / p for p in paths]
+    ahead = _walk_ahead(project, targets, jobs, record_inputs)
     try:
         every = load_universes(project.root, project.config)
     except UniverseError as exc:
         result.problems.append(Problem(exc.path, exc.line, exc.message))
+        if ahead is not None:
+            ahead.cancel()
         return result
     result.warnings.extend(every.warnings)
     if result.inputs is not None:
         result.inputs.update((str(f), stamp_or_none(f)) for f in every.files)
     loaded = every.primary
     if loaded is None:
+        if ahead is not None:
+            ahead.cancel()
         return _nothing_to_check(result)
     result.universe, result.loaded, result.every = loaded.universe, loaded, every
-    targets = [cwd / p for p in paths]
     defining = {str(p.resolve()) for p in every.files}
     if any(str(t.resolve()) in defining for t in targets if t.is_file()):
         targets, result.expanded = [project.root], True
@@ -270,8 +275,23 @@ def check(
             ScanCache.location(project.root), fingerprint + "|" + project.config.digest()
         )
     result.analysis = Analysis(replace(spec, singles=None), jobs, cache)
+    whole = result.expanded or any(t.resolve() == project.root for t in targets)
+    walked = ahead.result() if ahead is not None else None
+    if walked is None:
+        walked = walk(project, targets, whole, record_inputs)
     with Scanner(spec, jobs) as scanner:
-        return _check_files(result, targets, scanner, cache, codes, baseline, progress)
+        return _check_files(result, walked, scanner, cache, codes, baseline, progress)
+
+
+def _walk_ahead(
+    project: Project, targets: list[Path], jobs: int | None, record: bool
+) -> WalkAhead | None:
+    """The walk of a run over directories, forked to run while the universes load (a run of
+    one worker, or over named files, walks when it needs the files)."""
+    if (jobs or default_jobs()) < 2 or not targets or not all(t.is_dir() for t in targets):
+        return None
+    whole = any(t.resolve() == project.root for t in targets)
+    return WalkAhead.start(project, targets, whole, record)
 
 
 def scan_spec(
@@ -345,32 +365,21 @@ def rule_selection(
 
 def _check_files(  # noqa: C901 - the scan pipeline in one place: walk, context, cache, workshare, judge
     result: CheckResult,
-    targets: list[Path],
+    walked: Walked,
     scanner: Scanner,
     cache: ScanCache | None,
     codes: set[str],
     baseline: Baseline | None,
     progress: Callable[[int, int], None] | None = None,
 ) -> CheckResult:
-    project, universe = result.project, result.universe
-    root = project.root
-    assert universe is not None
-    # Files stream from the walk as plain strings: per-file state is what grows with the tree
-    # (47,000 files), so nothing per file is kept unless the file contributes something.
+    assert result.universe is not None
+    # per-file state is what grows with the tree (47,000 files): nothing per file is kept past
+    # the walk unless the file contributes something
     inputs = result.inputs
-    walked: Iterable[tuple[str, str]] = iter_python_files(project, targets, result.problems, inputs)
-    # None: every walked file is requested (a whole-tree run keeps no per-file set)
-    named: set[str] | None = None
-    if not result.expanded and not any(t.resolve() == root for t in targets):
-        # sibling consensus and per-model gates judge a file against the rest of the tree:
-        # scan all of it (cached) so a partial run (pre-commit's changed files) agrees with a
-        # full one; only the requested files are reported
-        requested_files = dict(walked)
-        named = set(requested_files.values())
-        context = (
-            item for item in iter_python_files(project, [root], [], inputs) if item[1] not in named
-        )
-        walked = itertools.chain(sorted(requested_files.items(), key=lambda i: i[1]), context)
+    if inputs is not None and walked.stamps is not None:
+        inputs.update(walked.stamps)
+    result.problems.extend(walked.problems)
+    named = walked.named
     if cache is not None:
         cache.load()
     pending: list[tuple[str, str, int]] = []
@@ -378,22 +387,15 @@ def _check_files(  # noqa: C901 - the scan pipeline in one place: walk, context,
     defers = scanner.spec.singles is not None
     walked_count = 0
     unreadable: set[str] = set()
-    for text, rel in walked:
+    for text, rel, stamped in walked.files:
         wanted = named is None or rel in named
         walked_count += wanted
-        try:
-            stat = Stamp.of(os.stat(text))
-        except OSError as exc:
-            if inputs is not None:
-                inputs[text] = None
+        if isinstance(stamped, str):
             if wanted:
                 unreadable.add(rel)
-                result.problems.append(
-                    Problem(rel, None, f"cannot read file: {exc.strerror or exc}")
-                )
+                result.problems.append(Problem(rel, None, stamped))
             continue
-        if inputs is not None:
-            inputs[text] = tuple(stat)  # type: ignore[assignment]
+        stat = Stamp(*stamped)
         cached = cache.get(rel, stat) if cache is not None else None
         if cached is EMPTY:
             continue
@@ -408,7 +410,7 @@ def _check_files(  # noqa: C901 - the scan pipeline in one place: walk, context,
             pending.append((text, rel, stat.size))
             if cache is not None or defers:
                 stats[rel] = stat
-    del walked
+    del walked.files[:]
     paths = {rel: text for text, rel, _ in pending} if defers else {}
     for scanned, scan in enumerate(scanner.scan(pending), 1):
         if progress is not None:

@@ -44,8 +44,10 @@ class _Walk:
         project: Project,
         problems: list[Problem],
         stamps: dict[str, tuple[int, int, int, int] | None] | None,
+        skip: frozenset[str] = frozenset(),
     ) -> None:
         self.stamps = stamps
+        self.skip = skip
         self.project = project
         self.config = project.config
         self.problems = problems
@@ -79,10 +81,14 @@ def iter_python_files(
     targets: Iterable[Path],
     problems: list[Problem],
     stamps: dict[str, tuple[int, int, int, int] | None] | None = None,
+    skip: Iterable[Path] = (),
 ) -> Iterator[tuple[str, str]]:
     """``(absolute path, canonical path)`` of each Python file under ``targets``, once each;
-    ``stamps`` (when given) receives each directory walked and its stamp."""
-    walk = _Walk(project, problems, stamps)
+    ``stamps`` (when given) receives each directory walked and its stamp. The directories
+    ``skip`` names are not entered (a walk of the whole root around the directories already
+    walked for a partial run)."""
+    skipped = frozenset(os.path.normpath(os.path.join(project.cwd, d)) for d in skip)
+    walk = _Walk(project, problems, stamps, skipped)
     for target in targets:
         text = os.path.normpath(os.path.join(project.cwd, target))
         if os.path.islink(text) and not os.path.exists(text):
@@ -129,8 +135,10 @@ def _walk_directory(walk: _Walk, top: str) -> Iterator[tuple[str, str]]:
         subdirs = []
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
-                if entry.name not in SKIP_DIRS and not (
-                    config.exclude and config.is_excluded(walk.rel(entry.path))
+                if (
+                    entry.name not in SKIP_DIRS
+                    and entry.path not in walk.skip
+                    and not (config.exclude and config.is_excluded(walk.rel(entry.path)))
                 ):
                     subdirs.append(entry.path)
             elif entry.is_symlink():

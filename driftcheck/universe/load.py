@@ -18,7 +18,6 @@ from pathlib import Path
 from ..config import Canonical, Config
 from ..interpret import Interpreter, Scope, Unproven, member_truths
 from ..model import Family, Universe
-from .candidates import candidate_universes
 from .domain import Domain, find_domain
 from .enums import is_enum_class
 from .locate import Located, locate
@@ -242,6 +241,8 @@ def load_universes(root: Path, config: Config) -> Loaded:
             builder.by_key[key][3].append(located.module.path)
     if not builder.order and not config.canonicals and not config.enum:
         loaded.inferred = True
+        from .candidates import candidate_universes  # a tree no pack recognises
+
         for candidate in candidate_universes(builder.index, config.is_excluded):
             try:
                 builder.universe_for(candidate.domain, None)

@@ -1,0 +1,139 @@
+"""The files a run reads, walked and stamped: here, or ahead in a forked process.
+
+A check loads the universes (parsing the canonicals' modules, interpreting their predicates)
+before it can scan a file, and walks the tree (listing directories, stamping every file) before
+it can share the scan between processes. Neither needs the other, so on a large tree the walk
+runs in a forked process while this one loads the universes (:class:`WalkAhead`): the two
+cores of a small machine both work from the start. The forked walk sends back exactly what
+:func:`walk` returns here; if it fails in any way, the run walks the tree itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import signal
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .files import iter_python_files
+from .model import Problem
+from .project import Project
+from .replay import stamp_of
+
+Stamped = tuple[int, int, int, int]
+
+
+@dataclass
+class Walked:
+    """Every file a run reads, each ``(path, canonical path, stamp)`` (the stamp is the error
+    text when the file could not be stamped), in the order it reads them; the files it reports
+    on (None: all of them); the problems the walk met; and, when asked, every file and directory
+    walked with its stamp (None for a file that could not be stamped)."""
+
+    files: list[tuple[str, str, Stamped | str]] = field(default_factory=list)
+    named: set[str] | None = None
+    problems: list[Problem] = field(default_factory=list)
+    stamps: dict[str, Stamped | None] | None = None
+
+
+def walk(project: Project, targets: list[Path], whole: bool, record: bool) -> Walked:
+    """The files under ``targets``, stamped. Unless the run is ``whole`` (a target is the
+    root, or the root replaced the targets), the rest of the root follows them, unreported:
+    sibling consensus and per-model gates judge a file against the whole tree, so a partial
+    run (pre-commit's changed files) agrees with a full one."""
+    walked = Walked(stamps={} if record else None)
+    found: Iterable[tuple[str, str]] = iter_python_files(
+        project, targets, walked.problems, walked.stamps
+    )
+    if not whole:
+        requested = dict(found)
+        walked.named = set(requested.values())
+        # the directories given were walked whole: the context is the rest of the root
+        done = [t for t in targets if t.is_dir() and not t.is_symlink()]
+        context = iter_python_files(project, [project.root], [], walked.stamps, skip=done)
+        found = [
+            *sorted(requested.items(), key=lambda item: item[1]),
+            *(item for item in context if item[1] not in walked.named),
+        ]
+    for path, rel in found:
+        try:
+            stamp: Stamped | str = stamp_of(os.stat(path))
+        except OSError as exc:
+            stamp = f"cannot read file: {exc.strerror or exc}"
+        walked.files.append((path, rel, stamp))
+        if walked.stamps is not None:
+            walked.stamps[path] = stamp if isinstance(stamp, tuple) else None
+    return walked
+
+
+class WalkAhead:
+    """:func:`walk` in a forked process, started now and collected with :meth:`result`."""
+
+    def __init__(self, pid: int, read: int) -> None:
+        self.pid = pid
+        self.read = read
+
+    @staticmethod
+    def start(project: Project, targets: list[Path], whole: bool, record: bool) -> WalkAhead | None:
+        """Fork :func:`walk` (None where this platform cannot fork, or the system refuses a
+        process or a pipe: the run then walks itself)."""
+        if not hasattr(os, "fork") or os.name != "posix":
+            return None
+        try:
+            read, write = os.pipe()
+        except OSError:
+            return None
+        # an interrupt must not reach the child before it is inside its own ``try``
+        interrupts = {signal.SIGINT, signal.SIGTERM}
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, interrupts)
+        try:
+            pid = os.fork()
+        except OSError:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            os.close(read)
+            os.close(write)
+            return None
+        if pid == 0:  # pragma: no cover - the child; its coverage is not collected
+            code = 1
+            try:
+                os.close(read)
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+                payload = pickle.dumps(walk(project, targets, whole, record), -1)
+                view = memoryview(payload)
+                while view:
+                    view = view[os.write(write, view) :]
+                code = 0
+            finally:
+                os._exit(code)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        os.close(write)
+        return WalkAhead(pid, read)
+
+    def result(self) -> Walked | None:
+        """What the forked walk found (None when it did not finish: walk here instead)."""
+        parts = []
+        with contextlib.suppress(OSError):
+            while part := os.read(self.read, 1 << 20):
+                parts.append(part)
+        os.close(self.read)
+        status = 1
+        with contextlib.suppress(ChildProcessError):
+            _, status = os.waitpid(self.pid, 0)
+        if status != 0:
+            return None
+        try:
+            walked = pickle.loads(b"".join(parts))
+        except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError):
+            return None
+        return walked if isinstance(walked, Walked) else None
+
+    def cancel(self) -> None:
+        """Stop the walk (the run ends before it needs it) and reap it."""
+        with contextlib.suppress(OSError):
+            os.close(self.read)
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
