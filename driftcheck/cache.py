@@ -117,6 +117,14 @@ class ScanCache:
         env = os.environ.get("DRIFTCHECK_CACHE_DIR")
         return Path(env) if env else root / CACHE_DIR_NAME
 
+    @staticmethod
+    def prepare(root: Path) -> None:
+        """Make the cache directory of ``root`` now, before the tree is walked (a walk may
+        start ahead of the cache's load): making it changes the stamp of the directory holding
+        it, which the walk records (:mod:`driftcheck.replay`)."""
+        with contextlib.suppress(OSError):
+            ScanCache.location(root).mkdir(parents=True, exist_ok=True)
+
     def _signed(self, stamp: Stamp | list[Any], data: str) -> str:
         return _checksum(f"{list(stamp)[:4]}|{data}", self.key)
 

@@ -245,6 +245,8 @@ def check(
         )
         return result
     targets = [cwd / p for p in paths]
+    if use_cache:
+        ScanCache.prepare(project.root)
     ahead = _walk_ahead(project, targets, jobs, record_inputs)
     try:
         every = load_universes(project.root, project.config)

@@ -23,8 +23,8 @@ single check no refusal names a family for, and its analysis is deferred. Otherw
 pieces the analysis would read are parsed (the parse it needs anyway), and the file is
 deferred still when no statement holds tokens of two members of one universe on its own lines
 (a simple statement's, a compound statement's header up to its first inner statement), and
-no ``if`` whose header holds a token has a phrase's words in the first statements of its
-branches (where DC021 reads a refusal's text).
+no ``if`` whose header holds a token has a phrase's words in the text of the refusal a
+branch makes (the text DC021 reads: :func:`driftcheck.sites.controls.refusal_text`).
 
 This is sound for sites as the finder builds them: a site of two members or more is one
 expression (an ``or`` chain, a comparison, a collection assigned to a constant it names), so
@@ -53,6 +53,7 @@ from .families import family_phrases
 from .linesearch import at_line_starts
 from .model import Universe
 from .prefilter import prefixed_patterns
+from .sites.controls import refusal_text
 from .sites.receivers import child_statements
 
 WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
@@ -89,7 +90,7 @@ class SingleCheckFilter:
             return None
         lowered = source.lower()
         phrases = tuple(words for words in self.phrases if all(w in lowered for w in words))
-        return Tokens(data, source, list(self._named(data, quoted)), phrases)
+        return Tokens(data, list(self._named(data, quoted)), phrases)
 
     def _named(self, data: bytes, quoted: list[re.Match[bytes]]) -> Iterator[tuple[int, str, str]]:
         """``(offset, universe, member)`` for each member a token of ``data`` names."""
@@ -109,9 +110,6 @@ class SingleCheckFilter:
                 yield from ((match.start(), universe, m) for m in members)
 
 
-REFUSAL_STATEMENTS = 3  # of a branch, those whose text can be a refusal (DC021 reads as many)
-
-
 class Tokens:
     """Where a file names members (each token's offset, universe and member), and the family
     phrases its text holds (each as its words)."""
@@ -119,12 +117,10 @@ class Tokens:
     def __init__(
         self,
         data: bytes,
-        source: str,
         named: list[tuple[int, str, str]],
         phrases: tuple[tuple[str, ...], ...],
     ) -> None:
         self.data = data
-        self.source = source
         self.named = named
         self.phrases = phrases
 
@@ -148,7 +144,6 @@ class Tokens:
             return False
         by_line = self._members_by_line()
         lines = sorted(by_line)
-        text = self.source.split("\n")
         for stmt, first, last in _own_lines(tree.body):
             low, high = bisect.bisect_left(lines, first), bisect.bisect_right(lines, last)
             if low == high:
@@ -158,7 +153,7 @@ class Tokens:
                 for universe, member in by_line[lines[index]]:
                     if seen.setdefault(universe, member) != member:
                         return False
-            if self.phrases and isinstance(stmt, ast.If) and self._may_name(stmt, text):
+            if self.phrases and isinstance(stmt, ast.If) and self._may_name(stmt):
                 return False
         return True
 
@@ -171,13 +166,13 @@ class Tokens:
             by_line.setdefault(line, set()).add((universe, member))
         return by_line
 
-    def _may_name(self, stmt: ast.If, text: list[str]) -> bool:
-        """Whether the first statements of ``stmt``'s branches hold the words of a phrase."""
+    def _may_name(self, stmt: ast.If) -> bool:
+        """Whether the refusal ``stmt`` runs (the text DC021 reads: its branch's raise, logged
+        warning or returned reason) holds the words of a phrase."""
         for branch in (stmt.body, stmt.orelse):
-            for inner in branch[:REFUSAL_STATEMENTS]:
-                lowered = "\n".join(text[inner.lineno - 1 : inner.end_lineno]).lower()
-                if any(all(w in lowered for w in words) for words in self.phrases):
-                    return True
+            lowered = refusal_text(branch)[0].lower()
+            if any(all(w in lowered for w in words) for words in self.phrases):
+                return True
         return False
 
 

@@ -187,7 +187,7 @@ def _strings(node: ast.AST) -> list[str]:
     ]
 
 
-def _refusal_text(body: list[ast.stmt]) -> tuple[str, int]:
+def refusal_text(body: list[ast.stmt]) -> tuple[str, int]:
     """What a branch says when it refuses or falls back, and the line of its first such
     statement: the message of the ``raise`` it makes, of the warning it logs, or the reason it
     returns (``return False, "needs ..."``), among its first three statements; ``("", 0)``
@@ -224,11 +224,11 @@ def _refusal(node: ast.AST, stmt: ast.stmt, parents: dict[int, ast.AST]) -> tupl
         child, parent = parent, parents.get(id(parent))
     if not isinstance(stmt, ast.If) or stmt.test is not child:
         return "", True, 0
-    text, line = _refusal_text(stmt.body)
+    text, line = refusal_text(stmt.body)
     if text:
         return text, when, line
     is_elif = len(stmt.orelse) == 1 and isinstance(stmt.orelse[0], ast.If)
-    text, line = ("", 0) if is_elif else _refusal_text(stmt.orelse)
+    text, line = ("", 0) if is_elif else refusal_text(stmt.orelse)
     return (text, not when, line) if text else ("", True, 0)
 
 
