@@ -1,5 +1,5 @@
 """``python -m driftcheck`` is the ``driftcheck`` command."""
 
-from .replay import main
+from .replay import run
 
-main()
+run()

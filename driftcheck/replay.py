@@ -40,18 +40,25 @@ PACKAGE = Path(__file__).resolve().parent
 
 
 _LAUNCHED: list[str] | None = None  # the command line, when the process started at main()
-_STARTED = False  # the process started at main() (the ``driftcheck`` command)
+_OWN_PROCESS = False  # the process is the ``driftcheck`` command's own (:func:`run`)
+
+
+def run() -> None:
+    """The ``driftcheck`` command's entry point: :func:`main` in a process of its own, which
+    a check leaves without tearing down its heap (:func:`leave`)."""
+    global _OWN_PROCESS
+    _OWN_PROCESS = True
+    main()
 
 
 def main() -> None:
     """The ``driftcheck`` command: answer from a record when one is valid, else run the CLI
     (which records a read-only check for the next time)."""
-    global _LAUNCHED, _STARTED
+    global _LAUNCHED
     argv = sys.argv[1:]
     code = replay(argv)
     if code is not None:
         sys.exit(code)
-    _STARTED = True
     _LAUNCHED = argv if eligible(argv) else None
     from .cli import main as cli
 
@@ -65,10 +72,11 @@ def launched_argv() -> list[str] | None:
 
 
 def leave(code: int) -> None:
-    """End a check the ``driftcheck`` command started: its output flushed, the process exits
-    without tearing down its heap (tens of milliseconds after a large tree, longer than
-    starting the interpreter). Called in-process (tests), it raises ``SystemExit`` instead."""
-    if not _STARTED:
+    """End a check the ``driftcheck`` command started in its own process (:func:`run`): its
+    output flushed, the process exits without tearing down its heap (tens of milliseconds
+    after a large tree, longer than starting the interpreter). Anywhere else (the CLI or
+    :func:`main` called in-process, as tests do) it raises ``SystemExit``."""
+    if not _OWN_PROCESS:
         sys.exit(code)
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a reader gone, a closed stream

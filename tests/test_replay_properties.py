@@ -7,7 +7,8 @@ sequence of edits: a configuration written, changed or removed at the root or in
 removed or moved, a directory renamed, the repository marker removed. After every edit the
 plain command (answered from the previous run's record when that record is still valid) must
 print what ``--no-cache`` prints and exit as it does. The runs are in this process (the
-console script's entry point, ``driftcheck.replay.main``), so that many sequences are tried.
+console script runs it: ``driftcheck.replay.main``, which its entry point ``run`` calls), so
+that many sequences are tried.
 """
 
 from __future__ import annotations
