@@ -249,27 +249,42 @@ def check(
         ScanCache.prepare(project.root)
     ahead = _walk_ahead(project, targets, jobs, record_inputs)
     try:
+        return _check_tree(result, targets, codes, ahead, jobs, use_cache, baseline, progress)
+    finally:
+        if ahead is not None:
+            ahead.cancel()  # a run that ended before it needed the files
+
+
+def _check_tree(
+    result: CheckResult,
+    targets: list[Path],
+    codes: set[str],
+    ahead: WalkAhead | None,
+    jobs: int | None,
+    use_cache: bool,
+    baseline: Baseline | None,
+    progress: Callable[[int, int], None] | None,
+) -> CheckResult:
+    """The run once its project is known: the universes, the files walked (ahead, when
+    ``ahead`` was started), scanned and judged."""
+    project = result.project
+    try:
         every = load_universes(project.root, project.config)
     except UniverseError as exc:
         result.problems.append(Problem(exc.path, exc.line, exc.message))
-        if ahead is not None:
-            ahead.cancel()
         return result
     result.warnings.extend(every.warnings)
     if result.inputs is not None:
         result.inputs.update((str(f), stamp_or_none(f)) for f in every.files)
     loaded = every.primary
     if loaded is None:
-        if ahead is not None:
-            ahead.cancel()
         return _nothing_to_check(result)
     result.universe, result.loaded, result.every = loaded.universe, loaded, every
     defining = {str(p.resolve()) for p in every.files}
     if any(str(t.resolve()) in defining for t in targets if t.is_file()):
         targets, result.expanded = [project.root], True
     universes = tuple(u.universe for u in every.universes)
-    singles = single_filter(universes, project.config, codes)
-    spec = scan_spec(universes, project.config, singles)
+    spec = scan_spec(universes, project.config, single_filter(universes, project.config, codes))
     cache = None
     if use_cache:
         fingerprint = "\n".join(u.fingerprint() for u in universes)
@@ -280,7 +295,7 @@ def check(
     whole = result.expanded or any(t.resolve() == project.root for t in targets)
     walked = ahead.result() if ahead is not None else None
     if walked is None:
-        walked = walk(project, targets, whole, record_inputs)
+        walked = walk(project, targets, whole, result.inputs is not None)
     with Scanner(spec, jobs) as scanner:
         return _check_files(result, walked, scanner, cache, codes, baseline, progress)
 

@@ -75,6 +75,7 @@ class WalkAhead:
     def __init__(self, pid: int, read: int) -> None:
         self.pid = pid
         self.read = read
+        self.collected = False  # the child was reaped (its pid may be another's since)
 
     @staticmethod
     def start(project: Project, targets: list[Path], whole: bool, record: bool) -> WalkAhead | None:
@@ -114,6 +115,7 @@ class WalkAhead:
 
     def result(self) -> Walked | None:
         """What the forked walk found (None when it did not finish: walk here instead)."""
+        self.collected = True
         parts = []
         with contextlib.suppress(OSError):
             while part := os.read(self.read, 1 << 20):
@@ -131,7 +133,11 @@ class WalkAhead:
         return walked if isinstance(walked, Walked) else None
 
     def cancel(self) -> None:
-        """Stop the walk (the run ends before it needs it) and reap it."""
+        """Stop the walk (the run ends before it needs it) and reap it; nothing once
+        :meth:`result` collected it."""
+        if self.collected:
+            return
+        self.collected = True
         with contextlib.suppress(OSError):
             os.close(self.read)
         with contextlib.suppress(ProcessLookupError, ChildProcessError):
