@@ -499,9 +499,9 @@ def judge_scans(
     if result.every is not None and result.every.inferred and not _keep_inferred(result):
         return _nothing_to_check(result)
     findings = _judged(result, codes, named, latent, reads)
-    if findings and result.deferred:
-        # what is reported is fixed and judged live against every same-role site: read the
-        # files deferred as holding only single checks, and judge again
+    if result.deferred and any(CATALOGUE[f.code].findings_read_every_site for f in findings):
+        # a finding whose fix or liveness reads every site of the run: read the files
+        # deferred as holding only single checks, and judge again
         _count_problems(result, result.complete(), named)
         findings = _judged(result, codes, named)
     if named is not None:

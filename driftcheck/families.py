@@ -141,18 +141,37 @@ def family_phrases(family: Family, universe: Universe) -> tuple[str, ...]:
 
 
 def names_family(text: str, family: Family, universe: Universe) -> bool:
-    """Whether ``text`` (a raise's message, a warning) names ``family`` by one of its
-    :func:`family_phrases`, as whole words. A phrase inside a member's name names that member
-    ("MoRI" in "MoRI low-latency" is ``mori_low_latency``), so members' names are read first.
-    A family inferred from copies has no name a text could use."""
+    """Whether ``text`` (a raise's message, a warning) names ``family``
+    (:func:`family_naming`)."""
+    return family_naming(text, family, universe) is not None
+
+
+def family_naming(text: str, family: Family, universe: Universe) -> str | None:
+    """How ``text`` names ``family``, as a message quotes it, or None when it does not. By
+    one of its :func:`family_phrases`, as whole words (its label is returned): a phrase inside
+    a member's name names that member ("MoRI" in "MoRI low-latency" is ``mori_low_latency``),
+    so members' names are read first. Or by naming each of its members, and no other member
+    of the universe ("requires CUDA or ROCm": ``CUDA and ROCm (CUDA-alike)``). A family
+    inferred from copies has no name a text could use."""
     if not text or family.inferred:
-        return False
+        return None
     prose = _prose(text)
     phrases = family_phrases(family, universe)
+    bare = prose
     for member in sorted(_member_phrases(universe), key=len, reverse=True):
         if any(f" {p} " in f" {member} " for p in phrases):
-            prose = prose.replace(f" {member} ", " ")
-    return any(f" {p} " in prose for p in phrases)
+            bare = bare.replace(f" {member} ", " ")
+    if any(f" {p} " in bare for p in phrases):
+        return family.label or family.name
+    named = [
+        member.value
+        for member in universe.members
+        if any(f" {p} " in prose for p in _member_phrases(universe, member.value))
+    ]
+    if len(named) >= 2 and set(named) == family.member_set:
+        *first, last = universe.order(family.member_set)
+        return f"{', '.join(first)} and {last} ({family.label or family.name})"
+    return None
 
 
 def member_named(text: str, member: str, family: Family, universe: Universe) -> bool:

@@ -9,8 +9,8 @@ Yet a single check is read in few places:
   the same role (its *package evidence*; the rule names those directories once the other files
   are scanned), or by rules that read single checks anywhere (sibling or use evidence, a
   ``min-overlap`` of 1: a rule says so, and then nothing is deferred);
-- by DC021, when the refusal it guards names a family: a file whose text holds every word of
-  a family's phrase is never deferred;
+- by DC021, when the refusal it guards names a family (a phrase of it, or each of its
+  members): a file whose text holds the words of such a naming is not deferred unread;
 - as evidence for another site's finding: the same-role sites of a fix's applicability and the
   attribute reads of liveness. Those are read only once something is reported, and then every
   deferred file is analysed and the run judged again (:meth:`driftcheck.engine.CheckResult.complete`).
@@ -18,12 +18,12 @@ Yet a single check is read in few places:
 So the scan classifies a file before analysing it. The file is analysed when it names a
 helper, a predicate of several members, a ``case`` of a ``match`` or a suppression comment.
 Otherwise its member tokens are read: when they name at most one member of each universe and
-its text holds no family phrase (every word of one, in any case), every site it holds is a
+its text holds no words that may name a family (in any case), every site it holds is a
 single check no refusal names a family for, and its analysis is deferred. Otherwise the
 pieces the analysis would read are parsed (the parse it needs anyway), and the file is
 deferred still when no statement holds tokens of two members of one universe on its own lines
 (a simple statement's, a compound statement's header up to its first inner statement), and
-no ``if`` whose header holds a token has a phrase's words in the text of the refusal a
+no ``if`` whose header holds a token has such words in the text of the refusal a
 branch makes (the text DC021 reads: :func:`driftcheck.sites.controls.refusal_text`).
 
 This is sound for sites as the finder builds them: a site of two members or more is one
@@ -62,6 +62,15 @@ SUPPRESSION = b"driftcheck:"
 
 # what a matched token names: (universe key, the members it names) for each universe it names
 Named = tuple[tuple[str, frozenset[str]], ...]
+# how a text may name a family (:func:`driftcheck.families.family_naming`), as words a lower
+# case text must hold: every slot, each by one of its alternatives (a phrase is one slot of
+# one alternative; the members, a slot each, by value or by attribute)
+Naming = tuple[tuple[tuple[str, ...], ...], ...]
+
+
+def holds(text: str, naming: Naming) -> bool:
+    """Whether the lower-case ``text`` holds the words ``naming`` needs."""
+    return all(any(all(w in text for w in words) for words in slot) for slot in naming)
 
 
 @dataclass(frozen=True)
@@ -76,8 +85,8 @@ class SingleCheckFilter:
     # ``Enum . ATTR`` per enum, and quoted values: the matched name -> what it names
     attributes: tuple[tuple[re.Pattern[bytes], dict[bytes, Named]], ...]
     value_named: dict[bytes, Named]
-    # each family phrase as its words (lower case): a text holding them all may name it
-    phrases: tuple[tuple[str, ...], ...]
+    # each way a text may name a family: a text holding its words may name it
+    namings: tuple[Naming, ...]
 
     def read(self, data: bytes, source: str, quoted: list[re.Match[bytes]]) -> Tokens | None:
         """The member tokens of the file ``data`` (decoded: ``source``; its quoted values
@@ -89,8 +98,8 @@ class SingleCheckFilter:
         if any(True for _ in at_line_starts(data, b"case", CASE_LINE)):
             return None
         lowered = source.lower()
-        phrases = tuple(words for words in self.phrases if all(w in lowered for w in words))
-        return Tokens(data, list(self._named(data, quoted)), phrases)
+        namings = tuple(naming for naming in self.namings if holds(lowered, naming))
+        return Tokens(data, list(self._named(data, quoted)), namings)
 
     def _named(self, data: bytes, quoted: list[re.Match[bytes]]) -> Iterator[tuple[int, str, str]]:
         """``(offset, universe, member)`` for each member a token of ``data`` names."""
@@ -112,23 +121,23 @@ class SingleCheckFilter:
 
 class Tokens:
     """Where a file names members (each token's offset, universe and member), and the family
-    phrases its text holds (each as its words)."""
+    namings of a family its text holds the words of."""
 
     def __init__(
         self,
         data: bytes,
         named: list[tuple[int, str, str]],
-        phrases: tuple[tuple[str, ...], ...],
+        namings: tuple[Naming, ...],
     ) -> None:
         self.data = data
         self.named = named
-        self.phrases = phrases
+        self.namings = namings
 
     def single_checks_anywhere(self) -> bool:
         """Whether every site of the file is a single check that no refusal's text can name
         a family for, wherever its tokens are: they name at most one member of each
-        universe, and the text holds no family phrase."""
-        if self.phrases:
+        universe, and the text holds no words that may name a family."""
+        if self.namings:
             return False
         seen: dict[str, str] = {}
         for _, universe, member in self.named:
@@ -139,7 +148,7 @@ class Tokens:
     def apart(self, tree: ast.Module) -> bool:
         """Whether, in ``tree`` (the pieces the analysis parsed), no statement holds on its own
         lines tokens of two members of one universe, and no ``if`` whose test holds a token
-        has, in the first statements of its branches, the words of a family phrase."""
+        has, in the refusal a branch makes, the words that may name a family."""
         if b"\r" in self.data:  # lines that end otherwise than in \n: not worth counting
             return False
         by_line = self._members_by_line()
@@ -153,7 +162,7 @@ class Tokens:
                 for universe, member in by_line[lines[index]]:
                     if seen.setdefault(universe, member) != member:
                         return False
-            if self.phrases and isinstance(stmt, ast.If) and self._may_name(stmt):
+            if self.namings and isinstance(stmt, ast.If) and self._may_name(stmt):
                 return False
         return True
 
@@ -168,10 +177,10 @@ class Tokens:
 
     def _may_name(self, stmt: ast.If) -> bool:
         """Whether the refusal ``stmt`` runs (the text DC021 reads: its branch's raise, logged
-        warning or returned reason) holds the words of a phrase."""
+        warning or returned reason) holds the words that may name a family."""
         for branch in (stmt.body, stmt.orelse):
             lowered = refusal_text(branch)[0].lower()
-            if any(all(w in lowered for w in words) for words in self.phrases):
+            if any(holds(lowered, naming) for naming in self.namings):
                 return True
         return False
 
@@ -194,6 +203,17 @@ def _own_lines(body: list[ast.stmt]) -> Iterator[tuple[ast.stmt, int, int]]:
         stack.extend(children)
 
 
+def _spellings(universe: Universe, value: str) -> tuple[tuple[str, ...], ...]:
+    """How prose spells member ``value``: its value and its attribute, each as words."""
+    spelled = {
+        tuple(name.lower().replace("-", " ").replace("_", " ").split())
+        for member in universe.members
+        if member.value == value
+        for name in (member.value, member.attr)
+    }
+    return tuple(sorted(spelled))
+
+
 def _add(table: dict[bytes, Named], name: bytes, universe: str, members: frozenset[str]) -> None:
     table[name] = (*table.get(name, ()), (universe, members))
 
@@ -204,11 +224,13 @@ def build_single_filter(universes: Sequence[Universe]) -> SingleCheckFilter:
     predicate_named: dict[bytes, Named] = {}
     value_named: dict[bytes, Named] = {}
     attributes = []
-    phrases: set[tuple[str, ...]] = set()
+    namings: set[Naming] = set()
     for universe in universes:
         several |= {family.name.encode() for family in universe.families}
         for family in universe.families:
-            phrases |= {tuple(phrase.split()) for phrase in family_phrases(family, universe)}
+            namings |= {((tuple(p.split()),),) for p in family_phrases(family, universe)}
+            if len(family.members) >= 2:
+                namings.add(tuple(_spellings(universe, m) for m in family.members))
         for name, predicate in universe.predicates.items():
             if len(predicate.members) > 1:
                 several.add(name.encode())
@@ -231,5 +253,5 @@ def build_single_filter(universes: Sequence[Universe]) -> SingleCheckFilter:
         predicate_named=predicate_named,
         attributes=tuple(attributes),
         value_named=value_named,
-        phrases=tuple(sorted(phrases)),
+        namings=tuple(sorted(namings)),
     )

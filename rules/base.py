@@ -104,6 +104,10 @@ class Rule:
     # what the rule reads: "every site" (the default), "enumerations" (a helper call or two
     # members and more; a single check is one only where min-overlap is 1) or "suppressions"
     reads: ClassVar[str] = "every site"
+    # whether its findings read every site of the run: the same-role sites of a fix's
+    # applicability, the reads of what a site sets (liveness); a run that reports one reads
+    # the files it deferred as holding only single checks (:mod:`driftcheck.singles`)
+    findings_read_every_site: ClassVar[bool] = True
 
     @classmethod
     def fixable(cls) -> bool:

@@ -13,6 +13,7 @@ class SpelledOutFamily(Rule):
     code = "DC002"
     name = "spelled-out-family"
     reads = "enumerations"
+    findings_read_every_site = False  # no same-role evidence, no liveness
     severity = "info"
     default_enabled = False
     summary = "Enumeration spells out the whole canonical family by hand; call the helper"

@@ -20,6 +20,7 @@ class StaleSuppression(Rule):
     code = "DC004"
     name = "stale-suppression"
     reads = "suppressions"
+    findings_read_every_site = False  # no same-role evidence, no liveness
     severity = "error"
     summary = "Suppression comment matches no finding, or is malformed"
     explanation = """\

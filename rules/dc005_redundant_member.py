@@ -18,6 +18,7 @@ class RedundantMember(Rule):
     code = "DC005"
     name = "redundant-family-member"
     reads = "enumerations"
+    findings_read_every_site = False  # no same-role evidence, no liveness
     severity = "warning"
     summary = "Member is or-ed with a canonical helper that already includes it"
     explanation = """\

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from driftcheck.families import enumerates, member_named, names_family
+from driftcheck.families import enumerates, family_naming, member_named
 from driftcheck.model import Family, Finding, Related, Site, Universe
 
 from .base import Example, Judgement, Rule, drift, site_finding, subject
@@ -32,6 +32,7 @@ class NamedRefusal(Rule):
 
     code = "DC021"
     name = "named-refusal"
+    findings_read_every_site = False  # no same-role evidence, no liveness
     severity = "error"
     summary = "Check in front of a raise or fallback that names the family disagrees with it"
     explanation = """\
@@ -56,8 +57,9 @@ canonical's name without the predicate prefix `is_`, `use_`, `uses_`, `has_` or 
 (`is_cuda_alike` -> "cuda alike", `use_batched_activation_format` -> "batched activation
 format"). A phrase that is also a member's name (a label `CUDA`) or a single word of fewer
 than four letters names nothing, and a phrase inside a member's name ("MoRI" in "MoRI
-low-latency") names that member, not the family. A family inferred from copies has no name
-a text could use.
+low-latency") names that member, not the family. Or it names each of the family's members
+by value or attribute, and no other member (`"supports CUDA and ROCm only"` names the
+CUDA-alike family). A family inferred from copies has no name a text could use.
 
 **Thresholds**: a check that calls a canonical, lists `min-overlap` or more of the family's
 members (DC001/DC003 judge those), or has other terms (`x and not p.is_cuda()`: the refusal
@@ -113,6 +115,14 @@ lets through, or refuses, should be.
             "member, not the family",
             fixture=FIXTURE,
         ),
+        Example(
+            "def packed_kernel(layer: LayerConfig):\n"
+            '    if layer.mesh.transport in ("naive", "ring"):\n'
+            '        raise ValueError("runs on mesh_ll, relay, relay_v2 or spray only")\n'
+            "    return layer\n",
+            note="the text names the family's members and one more (spray): it names no family",
+            fixture=FIXTURE,
+        ),
     ]
     INVALID = [
         Example(
@@ -134,12 +144,21 @@ lets through, or refuses, should be.
             note="a single check in front of a fallback whose warning names the family",
             fixture=FIXTURE,
         ),
+        Example(
+            "def packed_kernel(layer: LayerConfig):\n"
+            '    if layer.mesh.transport in ("naive", "ring"):\n'
+            '        raise ValueError("the packed kernel runs on mesh_ll, relay and relay_v2 only")\n'
+            "    return layer\n",
+            missing=(),
+            note="the text names the family by its members: mesh_ht and spray are let through",
+            fixture=FIXTURE,
+        ),
     ]
 
     def reads_single_checks(self, universes: Sequence[Universe], config: Config) -> bool:
         """The single checks it judges stand in front of a refusal whose text names a family,
-        and a file whose text holds a family's phrase is always analysed
-        (:mod:`driftcheck.singles`): no other needs reading."""
+        and a file whose text may name one is analysed (:mod:`driftcheck.singles`): no other
+        needs reading."""
         return False
 
     def check(self, site: Site, judgement: Judgement) -> list[Finding]:
@@ -148,19 +167,21 @@ lets through, or refuses, should be.
         if not judged(site):
             return []
         for family in universe.families:
-            if not names_family(site.role.refusal, family, universe):
+            naming = family_naming(site.role.refusal, family, universe)
+            if naming is None:
                 continue
             if enumerates(site, family, universe, judgement.min_overlap):
                 return []  # DC001/DC003 judge a list of the family's own members
-            finding = self._against(site, family, universe, judgement)
+            finding = self._against(site, family, universe, judgement, naming)
             return [finding] if finding is not None else []
         return []
 
     def _against(
-        self, site: Site, family: Family, universe: Universe, judgement: Judgement
+        self, site: Site, family: Family, universe: Universe, judgement: Judgement, naming: str
     ) -> Finding | None:
-        """The finding for ``site`` judged as ``family`` (or its negation), or None when it
-        agrees, or when the refusal is about something else."""
+        """The finding for ``site`` judged as ``family`` (or its negation; the text names it
+        as ``naming`` says), or None when it agrees, or when the refusal is about something
+        else."""
         text = site.role.refusal
         if any(member_named(text, m, family, universe) for m in site.members):
             return None  # the refusal names a member it tests: it is about that member
@@ -199,14 +220,14 @@ lets through, or refuses, should be.
             tail = f"missing {', '.join(missing)}"
         negation = "not " if site.role.refusal_when else ""
         message = (
-            f"{subject(site)} {how} in front of a raise or fallback whose text names {label} "
+            f"{subject(site)} {how} in front of a raise or fallback whose text names {naming} "
             f'("{_quote(text)}"): {tail}; test {negation}{_advised(site, family)} instead'
         )
         finding = site_finding(
             self, site, family, members=present, missing=missing, extra=extra, message=message
         )
         place = Related(
-            site.path, site.role.refusal_line, 0, f"the raise or fallback whose text names {label}"
+            site.path, site.role.refusal_line, 0, f"the raise or fallback whose text names {naming}"
         )
         return replace(finding, related=(*finding.related, place))
 

@@ -89,6 +89,8 @@ def attach_fixes(
             by_path[finding.path].append(index)
     if not by_path:
         return list(findings)
+    # a plan reads other files (where a name is defined): the deferred ones too
+    result.complete()
 
     def plan() -> list[Finding]:
         out = list(findings)
