@@ -131,8 +131,23 @@ def source_encoding(data: bytes) -> str:
     ``\n``): ``io.BytesIO.readline`` splits at ``\n`` only, so a file with ``\r`` line
     endings and a coding line was rejected as having none.
     """
-    readline = iter(data.splitlines(keepends=True)[:2]).__next__
+    readline = iter(first_lines(data, 2)).__next__
     return tokenize.detect_encoding(readline)[0]
+
+
+LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+def first_lines(data: bytes, count: int) -> list[bytes]:
+    """``data.splitlines(keepends=True)[:count]``, without splitting the rest of the file."""
+    lines: list[bytes] = []
+    start = 0
+    while len(lines) < count and start < len(data):
+        found = LINE_END.search(data, start)
+        end = found.end() if found is not None else len(data)
+        lines.append(data[start:end])
+        start = end
+    return lines
 
 
 def decode_source(data: bytes) -> str:
