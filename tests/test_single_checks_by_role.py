@@ -162,8 +162,8 @@ def test_vllm_plants_in_a_package_sharing_a_role_through_the_canonical(vllm_tree
     one member instead — assigned, guarded by an if, fed as a keyword, or compared as a
     string — is an error naming the oracle files; the same checks in a package where no file
     computes activation_format, kernel gates beside experts that call is_cuda_alike(), and
-    every site of vLLM itself (its kernel gates, allowlists and per-backend arms) stay
-    silent."""
+    the sites of vLLM itself (its kernel gates, allowlists and per-backend arms) stay silent,
+    but for its one drifting complement (qwen4_exp, reviewed in the snapshot)."""
     (vllm_tree / ORACLE / "planted.py").write_text(VLLM_PLANTS)
     (vllm_tree / EXPERTS / "planted_gate.py").write_text(VLLM_GATES)
     (vllm_tree / ROUTER / "planted_alone.py").write_text(VLLM_PLANTS)
@@ -178,6 +178,7 @@ def test_vllm_plants_in_a_package_sharing_a_role_through_the_canonical(vllm_tree
         (f"{ROUTER}/planted_refusal.py", 5, "DC021"),
         (f"{ROUTER}/planted_refusal.py", 10, "DC021"),
         (f"{ROUTER}/planted_refusal.py", 20, "DC021"),
+        ("vllm/models/qwen4_exp/__init__.py", 30, "DC021"),
     ]
     assert {f.severity for f in result.findings} == {"error"}
     oracle = [f for f in result.findings if f.code == "DC020"]
