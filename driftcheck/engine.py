@@ -438,11 +438,11 @@ def _check_files(  # noqa: C901 - the scan pipeline in one place: walk, context,
             else:
                 stats.pop(scan, None)
             continue
-        stat = stats.pop(scan.path, None)
-        if cache is not None and stat is not None:
-            cache.put(scan.path, stat, scan)
-        if scan.deferred and stat is not None:
-            result.deferred[scan.path] = DeferredFile(paths[scan.path], stat.size, stat)
+        stamp = stats.pop(scan.path) if scan.path in stats else None
+        if cache is not None and stamp is not None:
+            cache.put(scan.path, stamp, scan)
+        if scan.deferred and stamp is not None:
+            result.deferred[scan.path] = DeferredFile(paths[scan.path], stamp.size, stamp)
             continue
         if scan.is_empty():
             continue

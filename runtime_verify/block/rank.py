@@ -20,7 +20,7 @@ import torch.distributed as dist
 from ..layer.comm import Comm
 from ..layer.deep_ep_env import apply_rank_environment
 from ..layer.dispatchers import kind_of
-from ..layer.environment import Placement, describe, dist_backend, rank_device
+from ..layer.environment import Placement, describe, dist_backend, leave_group, rank_device
 from ..layer.inputs import dp_row_counts, dp_rows, prompt_embeddings
 from ..layer.lm_head import top5
 from ..layer.runners import contiguous_capacity, describe_runner, make_runner
@@ -53,10 +53,13 @@ def run_block_job(
         world_size=placement.world_size,
         timeout=timedelta(minutes=10),
     )
+    finished = False
     try:
-        return _run(job, Comm(placement.rank, placement.world_size, device), backend, emit)
+        report = _run(job, Comm(placement.rank, placement.world_size, device), backend, emit)
+        finished = True
+        return report
     finally:
-        dist.destroy_process_group()
+        leave_group(finished)
 
 
 def _run(job: BlockJob, comm: Comm, backend: str, emit: Emit) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from ..block.verdict import TOLERANCE
 from .comm import Comm
 from .compare import relative_error, same_bytes
 from .dispatchers import ELASTIC, LEGACY, make_dispatcher
+from .environment import leave_group
 from .inputs import dp_row_counts, dp_rows, prompt_embeddings
 from .launch import _outside_the_tree
 from .router import route
@@ -61,12 +62,14 @@ def _rank(index: int, shape_name: str, world_size: int, seed: int, init: str, ou
         "gloo", init_method=init, rank=index, world_size=world_size,
         timeout=timedelta(minutes=5),
     )  # fmt: skip
+    finished = False
     try:
         report = _probe(index, shape_name, world_size, seed)
         if index == 0:
             out.put(report)
+        finished = True
     finally:
-        dist.destroy_process_group()
+        leave_group(finished)
 
 
 def _probe(rank: int, shape_name: str, world_size: int, seed: int) -> dict[str, Any]:

@@ -29,6 +29,16 @@ def rank_device(device: str, placement: Placement) -> torch.device:
     return torch.device("cuda", placement.local_rank % gpus)
 
 
+def leave_group(finished: bool) -> None:
+    """Leave the process group; after a run that finished, only once every rank has (a rank
+    that exits while a peer still talks to it makes gloo's thread abort that peer)."""
+    import torch.distributed as dist
+
+    if finished:
+        dist.barrier()
+    dist.destroy_process_group()
+
+
 def dist_backend(device: str, placement: Placement) -> str:
     """NCCL when every rank on this host has a GPU of its own, otherwise gloo.
 
