@@ -326,3 +326,33 @@ def test_every_file_a_vllm_run_defers_holds_single_checks_no_refusal_names() -> 
         for site in scan.sites:
             universe = universes[site.universe]
             assert not any(names_family(site.role.refusal, f, universe) for f in universe.families)
+
+
+def test_the_language_server_judges_a_buffer_as_the_cli_judges_the_file(
+    tmp_path: Path,
+) -> None:
+    """The server's project defers the same files; a buffer whose finding reads every site
+    reads them, and its applicability is the one ``driftcheck check FILE`` gives."""
+    from driftcheck.server.live import LiveProject
+    from driftcheck.server.settings import Settings
+
+    rel = "meshcfg/layouts/mesh_only.py"
+    root = write_tree(
+        tmp_path,
+        {
+            "meshcfg/layouts/one.py": USER,
+            "meshcfg/layouts/two.py": USER,
+            rel: USER,  # saved without drift: the load reports nothing and reads no deferred file
+            "meshcfg/kernels/relay.py": one_member_layout("relay"),
+        },
+    )
+    project = LiveProject.load(root, root, Settings())
+    assert "meshcfg/kernels/relay.py" in project.deferred
+    edited = one_member_layout("mesh_ll")
+    live = project.judge(rel, edited.encode())
+    (root / rel).write_text(edited)
+    cli = check([root / rel], cwd=root, use_cache=False, jobs=1)
+    assert shown(live.findings) == shown(cli.findings)
+    assert [f.applicability for f in live.findings] == [f.applicability for f in cli.findings]
+    assert project.deferred == {}
+    assert "meshcfg/kernels/relay.py" in project.scans

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import sys
+import threading
 
 import click
 
@@ -16,13 +19,29 @@ import click
 def server_command(stdio: bool) -> None:
     """Run the language server over stdio: drift in the editor as you type, fixes as code
     actions (needs the server extra: pip install 'driftcheck[server]')."""
-    try:
-        from .server import build_server
-    except ImportError as exc:  # pygls or lsprotocol missing
+    missing = [name for name in ("pygls", "lsprotocol") if importlib.util.find_spec(name) is None]
+    if missing:
         click.echo(
-            f"error: driftcheck server needs the server extra ({exc.name} is missing): "
+            f"error: driftcheck server needs the server extra ({missing[0]} is missing): "
             "pip install 'driftcheck[server]'",
             err=True,
         )
         sys.exit(2)
-    build_server().start_io()
+    from .early import ReplayedInput, initialize_params, preload, read_message
+
+    # the client's initialize names the workspace: load it while a thread imports pygls
+    stdin = sys.stdin.buffer
+    head, message = read_message(stdin)
+    importer = threading.Thread(target=importlib.import_module, args=(f"{__package__}.server",))
+    importer.start()
+    params = initialize_params(message)
+    preloaded = None
+    if params is not None:
+        try:
+            preloaded = preload(params)
+        except Exception:  # the server loads the workspace itself then
+            preloaded = None
+    importer.join()
+    from .server import build_server
+
+    build_server(preloaded).start_io(stdin=ReplayedInput(head, stdin))  # type: ignore[arg-type]

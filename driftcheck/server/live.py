@@ -21,7 +21,14 @@ from pathlib import Path
 
 from driftcheck.baseline import Baseline, BaselineError
 from driftcheck.config import Config
-from driftcheck.engine import CheckResult, check, judge_scans, rule_selection, scan_spec
+from driftcheck.engine import (
+    CheckResult,
+    DeferredFile,
+    check,
+    judge_scans,
+    rule_selection,
+    scan_spec,
+)
 from driftcheck.gates import latent_members
 from driftcheck.liveness import AttributeReads
 from driftcheck.model import Problem
@@ -120,6 +127,9 @@ class LiveProject:
         ]
         self.spec = scan_spec(tuple(self._pristine), self.config)
         self.scans: dict[str, FileScan] = dict(self.base.scans)
+        # files the load deferred as holding only single checks (driftcheck.singles): a
+        # judgement whose findings read every site reads them, once
+        self.deferred: dict[str, DeferredFile] = dict(self.base.deferred)
         self._saved: tuple[dict[str, dict[str, str]], AttributeReads] | None = None
         self._buffers: dict[str, tuple[bytes, FileScan]] = {}  # each buffer's last scan
 
@@ -169,16 +179,43 @@ class LiveProject:
         primary = every.primary
         assert primary is not None
         result = CheckResult(
-            self.project, primary.universe, primary, every, scans=scans, buffers={rel: data}
+            self.project,
+            primary.universe,
+            primary,
+            every,
+            scans=scans,
+            buffers={rel: data},
+            deferred={other: f for other, f in self.deferred.items() if other != rel},
+            analysis=replace(self.base.analysis, cache=None) if self.base.analysis else None,
         )
         result.problems.extend(scan.problems)
         result.files_checked = 0 if scan.problems else 1
         result.files_unreadable = 1 if scan.problems else 0
         baseline = Baseline(Counter(self.baseline.keys)) if self.baseline is not None else None
         if _facts(scan) != _facts(self.scans.get(rel)):
-            return judge_scans(result, self.codes, baseline, {rel})
-        latent, reads = self._saved_facts()
-        return judge_scans(result, self.codes, baseline, {rel}, latent, reads)
+            judged = judge_scans(result, self.codes, baseline, {rel})
+        else:
+            latent, reads = self._saved_facts()
+            judged = judge_scans(result, self.codes, baseline, {rel}, latent, reads)
+        self._keep_completed(judged)
+        return judged
+
+    def _keep_completed(self, judged: CheckResult) -> None:
+        """The deferred files a judgement read (:meth:`CheckResult.complete`) join the saved
+        scans: read once, for every later judgement."""
+        read = [
+            other
+            for other in self.deferred
+            if other not in judged.deferred and other not in judged.buffers
+        ]
+        if not read:
+            return
+        for other in read:
+            del self.deferred[other]
+            completed = judged.completed.get(other)
+            if completed is not None and not completed.problems:
+                self.scans[other] = completed
+        self._saved = None
 
     def forget(self, rel: str) -> None:
         """The buffer of ``rel`` was closed."""
@@ -211,6 +248,7 @@ class LiveProject:
         """Read ``path`` again after it was saved, created or deleted on disk."""
         rel = self.rel(path)
         self._saved = None
+        self.deferred.pop(rel, None)
         if not path.is_file() or not self.covers(path):
             self.scans.pop(rel, None)
             return

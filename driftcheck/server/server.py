@@ -35,6 +35,7 @@ from driftcheck import __version__
 from driftcheck.engine import GC_YOUNG_THRESHOLD
 
 from . import actions
+from .early import Preloaded
 from .positions import text_edits
 from .session import Judged, Session
 from .settings import Settings, SettingsError
@@ -222,8 +223,11 @@ def guarded(server: DriftcheckServer, where: str) -> Callable[[Callable[..., Any
     return wrap
 
 
-def build_server() -> DriftcheckServer:  # noqa: C901 - the handlers are registered here as nested functions, one per LSP method
-    """The server with its handlers registered."""
+def build_server(  # noqa: C901 - the handlers are registered here as nested functions, one per LSP method
+    preloaded: Preloaded | None = None,
+) -> DriftcheckServer:
+    """The server with its handlers registered (``preloaded``: the projects the command loaded
+    before the server started, :mod:`.early`)."""
     server = DriftcheckServer()
 
     def feature(method: str, options: Any = None) -> Callable[[Callable[..., Any]], Any]:
@@ -251,6 +255,7 @@ def build_server() -> DriftcheckServer:  # noqa: C901 - the handlers are registe
             server.settings,
             server.workspace.position_encoding or types.PositionEncodingKind.Utf16,
             server.notify_from_engine,
+            preloaded,
         )
 
     @feature(types.INITIALIZED)

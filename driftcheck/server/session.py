@@ -26,6 +26,7 @@ from driftcheck.project import discover_project
 
 from . import actions
 from .diagnostics import carried_over, finding_diagnostic, problem_diagnostic
+from .early import Preloaded
 from .hover import hover_text
 from .live import LiveProject, ProjectError, buffer_bytes
 from .positions import LineMap
@@ -68,8 +69,16 @@ def _touches(a: types.Range, b: types.Range) -> bool:
 class Session:
     """The projects and documents of one client (see the module docstring)."""
 
-    def __init__(self, folders: list[Path], settings: Settings, encoding: str, notify: Notify):
+    def __init__(
+        self,
+        folders: list[Path],
+        settings: Settings,
+        encoding: str,
+        notify: Notify,
+        preloaded: Preloaded | None = None,
+    ):
         self.folders = sorted(folders, key=lambda f: len(f.parts), reverse=True)
+        self.preloaded = preloaded  # projects loaded before the server started (early.py)
         self.settings = settings
         self.encoding = encoding
         self.notify = notify
@@ -101,7 +110,12 @@ class Session:
                 return None
             key = (found.root, found.config_file)
             if key not in self.projects:
-                self.projects[key] = self._load(found.root, cwd)
+                early = self.preloaded.take(key, cwd, self.settings) if self.preloaded else None
+                if early is not None:
+                    seconds = self.preloaded.seconds.get(key, 0.0) if self.preloaded else 0.0
+                    self.projects[key] = self._adopt(found.root, early, seconds)
+                else:
+                    self.projects[key] = self._load(found.root, cwd)
             self._keys[directory] = key
         chosen = self._keys[directory]
         project = self.projects.get(chosen) if chosen is not None else None
@@ -114,14 +128,23 @@ class Session:
     def _load(self, root: Path, cwd: Path) -> LiveProject | ProjectError:
         start = time.perf_counter()
         try:
-            project = LiveProject.load(root, cwd, self.settings)
+            project: LiveProject | ProjectError = LiveProject.load(root, cwd, self.settings)
         except ProjectError as exc:
-            for warning in exc.warnings:
+            project = exc
+        return self._adopt(root, project, time.perf_counter() - start)
+
+    def _adopt(
+        self, root: Path, project: LiveProject | ProjectError, seconds: float
+    ) -> LiveProject | ProjectError:
+        """Keep a project loaded in ``seconds`` (here, or before the server started), and say
+        what its load said."""
+        if isinstance(project, ProjectError):
+            for warning in project.warnings:
                 self._tell(types.MessageType.Warning, f"driftcheck: warning: {warning}")
-            for problem in exc.problems:
+            for problem in project.problems:
                 self._tell(types.MessageType.Error, f"driftcheck: {problem}")
-            return exc
-        project.load_seconds = time.perf_counter() - start
+            return project
+        project.load_seconds = seconds
         # what a project holds lives until it is loaded again: keep the collector from
         # walking it after every few thousand allocations of a judgement
         gc.collect()
