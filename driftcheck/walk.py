@@ -22,6 +22,7 @@ from .files import iter_python_files
 from .model import Problem
 from .project import Project
 from .replay import stamp_of
+from .workshare import fork_reporting
 
 Stamped = tuple[int, int, int, int]
 
@@ -83,35 +84,8 @@ class WalkAhead:
         process or a pipe: the run then walks itself)."""
         if not hasattr(os, "fork") or os.name != "posix":
             return None
-        try:
-            read, write = os.pipe()
-        except OSError:
-            return None
-        # an interrupt must not reach the child before it is inside its own ``try``
-        interrupts = {signal.SIGINT, signal.SIGTERM}
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, interrupts)
-        try:
-            pid = os.fork()
-        except OSError:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-            os.close(read)
-            os.close(write)
-            return None
-        if pid == 0:  # pragma: no cover - the child; its coverage is not collected
-            code = 1
-            try:
-                os.close(read)
-                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-                payload = pickle.dumps(walk(project, targets, whole, record), -1)
-                view = memoryview(payload)
-                while view:
-                    view = view[os.write(write, view) :]
-                code = 0
-            finally:
-                os._exit(code)
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        os.close(write)
-        return WalkAhead(pid, read)
+        forked = fork_reporting(lambda: walk(project, targets, whole, record))
+        return WalkAhead(*forked) if forked is not None else None
 
     def result(self) -> Walked | None:
         """What the forked walk found (None when it did not finish: walk here instead)."""

@@ -112,51 +112,21 @@ class Shared(Generic[Item, Result]):
     def _fork(self, claims: Claims) -> tuple[int | None, int]:
         """Start a helper: its pid and the read end of its report (None when the system
         refuses another process or pipe)."""
-        try:
-            read, write = os.pipe()
-        except OSError:
-            return None, -1
-        # an interrupt must not reach a new helper before it is inside its own ``try`` (it
-        # would unwind through the caller's frames and go on running the command)
-        interrupts = {signal.SIGINT, signal.SIGTERM}
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, interrupts)
-        try:
-            pid = os.fork()
-        except OSError:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-            os.close(read)
-            os.close(write)
-            return None, -1
-        if pid == 0:  # pragma: no cover - the helper; its coverage is not collected
-            try:
-                os.close(read)
-                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-                self._help(claims, write)
-            finally:
-                os._exit(1)
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        os.close(write)
-        return pid, read
+        forked = fork_reporting(lambda: self._help(claims))
+        return forked if forked is not None else (None, -1)
 
-    def _help(self, claims: Claims, write: int) -> None:  # pragma: no cover - in a helper
-        """A helper's life: work the chunks it claims, report once, exit (never returns;
-        an error or an interrupt leaves its chunks unreported, to be worked by the parent)."""
-        code = 1
-        try:
-            done: list[tuple[int, dict[int, Result]]] = []
-            while (index := claims.next()) is not None:
-                kept = {}
-                for position, item in enumerate(self.chunks[index]):
-                    result = self.work(item)
-                    if self.worth_sending(result):
-                        kept[position] = result
-                done.append((index, kept))
-            payload = memoryview(pickle.dumps(done, pickle.HIGHEST_PROTOCOL))
-            while payload:
-                payload = payload[os.write(write, payload) :]
-            code = 0
-        finally:
-            os._exit(code)
+    def _help(self, claims: Claims) -> list[tuple[int, dict[int, Result]]]:  # pragma: no cover
+        """A helper's life: work the chunks it claims and report them, once (an error or an
+        interrupt leaves its chunks unreported, to be worked by the parent)."""
+        done: list[tuple[int, dict[int, Result]]] = []
+        while (index := claims.next()) is not None:
+            kept = {}
+            for position, item in enumerate(self.chunks[index]):
+                result = self.work(item)
+                if self.worth_sending(result):
+                    kept[position] = result
+            done.append((index, kept))
+        return done
 
     @staticmethod
     def _report(pid: int, children: dict[int, int]) -> list[tuple[int, dict[int, Result]]]:
@@ -179,6 +149,42 @@ class Shared(Generic[Item, Result]):
         except (pickle.UnpicklingError, EOFError, ValueError):
             return []
         return done
+
+
+def fork_reporting(work: Callable[[], object]) -> tuple[int, int] | None:
+    """Fork a process that runs ``work`` and writes what it returns, pickled, to a pipe; its
+    pid and the pipe's read end (None when the system refuses a process or a pipe). The
+    process exits 0 once it has written its report, 1 when ``work`` fails or is interrupted
+    (it then reports nothing)."""
+    try:
+        read, write = os.pipe()
+    except OSError:
+        return None
+    # an interrupt must not reach the new process before it is inside its own ``try`` (it
+    # would unwind through the caller's frames and go on running the command)
+    interrupts = {signal.SIGINT, signal.SIGTERM}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, interrupts)
+    try:
+        pid = os.fork()
+    except OSError:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        os.close(read)
+        os.close(write)
+        return None
+    if pid == 0:  # pragma: no cover - the child; its coverage is not collected
+        code = 1
+        try:
+            os.close(read)
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            payload = memoryview(pickle.dumps(work(), pickle.HIGHEST_PROTOCOL))
+            while payload:
+                payload = payload[os.write(write, payload) :]
+            code = 0
+        finally:
+            os._exit(code)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    os.close(write)
+    return pid, read
 
 
 def _stop(pid: int) -> None:

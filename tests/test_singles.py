@@ -73,6 +73,9 @@ USER = HEADER + (
 )
 
 
+USERS = {"meshcfg/layouts/one.py": USER, "meshcfg/layouts/two.py": USER}
+
+
 def one_member_layout(member: str) -> str:
     """The layout chosen from one member's check (the role the users play)."""
     return HEADER + (
@@ -175,27 +178,21 @@ def test_a_file_naming_the_helper_or_a_suppression_is_analysed(tree: Path, line:
     assert not deferred(tree, text)
 
 
-def test_a_match_case_is_analysed(tree: Path) -> None:
-    text = HEADER + "def kernel(layer: LayerConfig) -> str:\n"
-    text += '    match layer.mesh.transport:\n        case "relay":\n            return "r"\n'
-    text += '    return "x"\n'
-    assert not deferred(tree, text)
+KERNEL = HEADER + 'def kernel(layer: LayerConfig) -> str:\n{body}    return "packed"\n'
 
 
-def test_a_refusal_naming_the_family_is_analysed(tree: Path) -> None:
-    text = HEADER + "def kernel(layer: LayerConfig) -> str:\n"
-    text += "    if not layer.mesh.use_relay:\n"
-    text += '        raise ValueError("needs a packed-layout transport")\n'
-    text += '    return "packed"\n'
-    assert not deferred(tree, text)
-
-
-def test_a_refusal_naming_each_member_of_the_family_is_analysed(tree: Path) -> None:
-    text = HEADER + "def kernel(layer: LayerConfig) -> str:\n"
-    text += "    if layer.mesh.use_spray:\n"
-    text += '        raise ValueError("the packed kernel runs on mesh_ll and relay only")\n'
-    text += '    return "packed"\n'
-    assert not deferred(tree, text)
+@pytest.mark.parametrize(
+    "body",
+    [
+        '    match layer.mesh.transport:\n        case "relay":\n            return "r"\n',
+        '    if not layer.mesh.use_relay:\n        raise ValueError("needs a packed-layout transport")\n',
+        "    if layer.mesh.use_spray:\n"
+        '        raise ValueError("the packed kernel runs on mesh_ll and relay only")\n',
+    ],
+    ids=["a match case", "a refusal naming the family", "a refusal naming each member"],
+)
+def test_a_file_a_rule_may_judge_single_checks_of_is_analysed(tree: Path, body: str) -> None:
+    assert not deferred(tree, KERNEL.format(body=body))
 
 
 def test_the_family_named_away_from_a_check_is_no_refusal(tree: Path) -> None:
@@ -212,8 +209,7 @@ def test_a_run_that_reports_nothing_leaves_them_unread(
     root = write_tree(
         tmp_path,
         {
-            "meshcfg/layouts/one.py": USER,
-            "meshcfg/layouts/two.py": USER,
+            **USERS,
             "meshcfg/kernels/relay.py": one_member_layout("relay"),
         },
     )
@@ -228,8 +224,7 @@ def test_those_of_a_package_whose_siblings_use_the_family_are_read_and_judged(
     root = write_tree(
         tmp_path,
         {
-            "meshcfg/layouts/one.py": USER,
-            "meshcfg/layouts/two.py": USER,
+            **USERS,
             "meshcfg/layouts/mesh_only.py": one_member_layout("mesh_ll"),
         },
     )
@@ -255,8 +250,7 @@ def test_a_finding_reads_every_deferred_file_for_its_fix_evidence(
     root = write_tree(
         tmp_path,
         {
-            "meshcfg/layouts/one.py": USER,
-            "meshcfg/layouts/two.py": USER,
+            **USERS,
             "meshcfg/layouts/mesh_only.py": one_member_layout("mesh_ll"),
             "meshcfg/kernels/relay.py": one_member_layout("relay"),
         },
@@ -272,8 +266,7 @@ def test_deferring_changes_no_answer(tmp_path: Path, monkeypatch: pytest.MonkeyP
     root = write_tree(
         tmp_path,
         {
-            "meshcfg/layouts/one.py": USER,
-            "meshcfg/layouts/two.py": USER,
+            **USERS,
             "meshcfg/layouts/mesh_only.py": one_member_layout("mesh_ll"),
             "meshcfg/kernels/relay.py": one_member_layout("relay"),
             "meshcfg/kernels/spray.py": one_member_layout("spray"),
@@ -340,8 +333,7 @@ def test_the_language_server_judges_a_buffer_as_the_cli_judges_the_file(
     root = write_tree(
         tmp_path,
         {
-            "meshcfg/layouts/one.py": USER,
-            "meshcfg/layouts/two.py": USER,
+            **USERS,
             rel: USER,  # saved without drift: the load reports nothing and reads no deferred file
             "meshcfg/kernels/relay.py": one_member_layout("relay"),
         },
