@@ -46,7 +46,7 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from .families import family_phrases
@@ -62,15 +62,31 @@ SUPPRESSION = b"driftcheck:"
 
 # what a matched token names: (universe key, the members it names) for each universe it names
 Named = tuple[tuple[str, frozenset[str]], ...]
-# how a text may name a family (:func:`driftcheck.families.family_naming`), as words a lower
-# case text must hold: every slot, each by one of its alternatives (a phrase is one slot of
-# one alternative; the members, a slot each, by value or by attribute)
-Naming = tuple[tuple[tuple[str, ...], ...], ...]
 
 
-def holds(text: str, naming: Naming) -> bool:
-    """Whether the lower-case ``text`` holds the words ``naming`` needs."""
-    return all(any(all(w in text for w in words) for words in slot) for slot in naming)
+@dataclass(frozen=True, order=True)
+class Naming:
+    """How a text may name a family (:func:`driftcheck.families.family_naming`), as words a
+    lower-case text must hold: every slot, each by one of its alternatives (a phrase is one
+    slot of one alternative; its members, a slot each, by value or by attribute). A naming by
+    the members (``members`` set) matters only to a check of a member outside them: DC021
+    leaves alone a refusal whose text names the member the check tests."""
+
+    slots: tuple[tuple[tuple[str, ...], ...], ...]
+    universe: str = ""
+    members: frozenset[str] | None = None
+
+    def held_by(self, text: str) -> bool:
+        """Whether the lower-case ``text`` holds the words this naming needs."""
+        return all(any(all(w in text for w in words) for words in slot) for slot in self.slots)
+
+    def matters(self, named: Iterable[tuple[int, str, str]]) -> bool:
+        """Whether it can name the family for a check of the tokens ``named`` (offset,
+        universe, member): a phrase always; the members, when a token names another member of
+        their universe."""
+        if self.members is None:
+            return True
+        return any(u == self.universe and m not in self.members for _, u, m in named)
 
 
 @dataclass(frozen=True)
@@ -98,8 +114,9 @@ class SingleCheckFilter:
         if any(True for _ in at_line_starts(data, b"case", CASE_LINE)):
             return None
         lowered = source.lower()
-        namings = tuple(naming for naming in self.namings if holds(lowered, naming))
-        return Tokens(data, list(self._named(data, quoted)), namings)
+        named = list(self._named(data, quoted))
+        namings = tuple(n for n in self.namings if n.held_by(lowered) and n.matters(named))
+        return Tokens(data, named, namings)
 
     def _named(self, data: bytes, quoted: list[re.Match[bytes]]) -> Iterator[tuple[int, str, str]]:
         """``(offset, universe, member)`` for each member a token of ``data`` names."""
@@ -180,7 +197,7 @@ class Tokens:
         warning or returned reason) holds the words that may name a family."""
         for branch in (stmt.body, stmt.orelse):
             lowered = refusal_text(branch)[0].lower()
-            if any(holds(lowered, naming) for naming in self.namings):
+            if any(naming.held_by(lowered) for naming in self.namings):
                 return True
         return False
 
@@ -228,9 +245,10 @@ def build_single_filter(universes: Sequence[Universe]) -> SingleCheckFilter:
     for universe in universes:
         several |= {family.name.encode() for family in universe.families}
         for family in universe.families:
-            namings |= {((tuple(p.split()),),) for p in family_phrases(family, universe)}
+            namings |= {Naming(((tuple(p.split()),),)) for p in family_phrases(family, universe)}
             if len(family.members) >= 2:
-                namings.add(tuple(_spellings(universe, m) for m in family.members))
+                spelled = tuple(_spellings(universe, m) for m in family.members)
+                namings.add(Naming(spelled, universe.key, family.member_set))
         for name, predicate in universe.predicates.items():
             if len(predicate.members) > 1:
                 several.add(name.encode())

@@ -195,6 +195,14 @@ def test_a_file_a_rule_may_judge_single_checks_of_is_analysed(tree: Path, body: 
     assert not deferred(tree, KERNEL.format(body=body))
 
 
+def test_a_refusal_naming_the_member_it_checks_is_no_reason_to_analyse(tree: Path) -> None:
+    """Its text names each member of the family, the one tested among them: DC021 reads such
+    a refusal as being about that member."""
+    body = "    if not layer.mesh.use_relay:\n"
+    body += '        raise ValueError("the packed kernel runs on mesh_ll and relay only")\n'
+    assert deferred(tree, KERNEL.format(body=body))
+
+
 def test_the_family_named_away_from_a_check_is_no_refusal(tree: Path) -> None:
     text = '"""Kernels for the packed-layout transports."""\n' + one_member_layout("relay")
     assert deferred(tree, text)
