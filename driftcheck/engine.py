@@ -43,6 +43,18 @@ CHUNK = 32  # files a worker takes at a time
 GC_YOUNG_THRESHOLD = 50_000  # allocations between collections of the young generation
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """How a check runs, past its project: workers, the scan cache, the baseline its findings
+    are filtered by, the progress callback, and whether it judges at all."""
+
+    jobs: int | None = None
+    use_cache: bool = True
+    baseline: Baseline | None = None
+    progress: Callable[[int, int], None] | None = None
+    judge: bool = True
+
+
 class DeferredFile(NamedTuple):
     """A file holding only single checks, not analysed yet (:mod:`driftcheck.singles`)."""
 
@@ -201,8 +213,11 @@ def check(
     baseline: Baseline | None = None,
     record_inputs: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    judge: bool = True,
 ) -> CheckResult:
-    """Run the linter over ``paths`` and return findings and problems (never raises for input).
+    """Run the linter over ``paths`` and return findings and problems (never raises for input;
+    with ``judge`` false, the scans without the findings: a caller that judges files itself,
+    as the language server does, skips judging the whole tree).
 
     ``select``/``ignore``/``extend_select`` are command-line selections (reported as
     ``--select`` etc. when they name no rule); the configuration's own apply beneath them.
@@ -249,7 +264,8 @@ def check(
         ScanCache.prepare(project.root)
     ahead = _walk_ahead(project, targets, jobs, record_inputs)
     try:
-        return _check_tree(result, targets, codes, ahead, jobs, use_cache, baseline, progress)
+        options = RunOptions(jobs, use_cache, baseline, progress, judge)
+        return _check_tree(result, targets, codes, ahead, options)
     finally:
         if ahead is not None:
             ahead.cancel()  # a run that ended before it needed the files
@@ -260,10 +276,7 @@ def _check_tree(
     targets: list[Path],
     codes: set[str],
     ahead: WalkAhead | None,
-    jobs: int | None,
-    use_cache: bool,
-    baseline: Baseline | None,
-    progress: Callable[[int, int], None] | None,
+    options: RunOptions,
 ) -> CheckResult:
     """The run once its project is known: the universes, the files walked (ahead, when
     ``ahead`` was started), scanned and judged."""
@@ -286,18 +299,18 @@ def _check_tree(
     universes = tuple(u.universe for u in every.universes)
     spec = scan_spec(universes, project.config, single_filter(universes, project.config, codes))
     cache = None
-    if use_cache:
+    if options.use_cache:
         fingerprint = "\n".join(u.fingerprint() for u in universes)
         cache = ScanCache(
             ScanCache.location(project.root), fingerprint + "|" + project.config.digest()
         )
-    result.analysis = Analysis(replace(spec, singles=None), jobs, cache)
+    result.analysis = Analysis(replace(spec, singles=None), options.jobs, cache)
     whole = result.expanded or any(t.resolve() == project.root for t in targets)
     walked = ahead.result() if ahead is not None else None
     if walked is None:
         walked = walk(project, targets, whole, result.inputs is not None)
-    with Scanner(spec, jobs) as scanner:
-        return _check_files(result, walked, scanner, cache, codes, baseline, progress)
+    with Scanner(spec, options.jobs) as scanner:
+        return _check_files(result, walked, scanner, cache, codes, options)
 
 
 def _walk_ahead(
@@ -386,8 +399,7 @@ def _check_files(  # noqa: C901 - the scan pipeline in one place: walk, context,
     scanner: Scanner,
     cache: ScanCache | None,
     codes: set[str],
-    baseline: Baseline | None,
-    progress: Callable[[int, int], None] | None = None,
+    options: RunOptions,
 ) -> CheckResult:
     assert result.universe is not None
     # per-file state is what grows with the tree (47,000 files): nothing per file is kept past
@@ -429,6 +441,7 @@ def _check_files(  # noqa: C901 - the scan pipeline in one place: walk, context,
                 stats[rel] = stat
     del walked.files[:]
     paths = {rel: text for text, rel, _ in pending} if defers else {}
+    progress = options.progress
     for scanned, scan in enumerate(scanner.scan(pending), 1):
         if progress is not None:
             progress(scanned, len(pending))
@@ -457,7 +470,7 @@ def _check_files(  # noqa: C901 - the scan pipeline in one place: walk, context,
         _count_problems(
             result, result.complete(lambda r: posixpath.dirname(r) in directories), named
         )
-    judged = judge_scans(result, codes, baseline, named)
+    judged = judge_scans(result, codes, options.baseline, named, judge=options.judge)
     if cache is not None:
         if cache.rejected:
             result.warnings.append(
@@ -485,9 +498,12 @@ def judge_scans(
     named: set[str] | None = None,
     latent: dict[str, dict[str, str]] | None = None,
     reads: AttributeReads | None = None,
+    *,
+    judge: bool = True,
 ) -> CheckResult:
     """Judge the scans ``result`` holds (every contributing file of the tree: cross-file
-    rules read them all) and keep the findings of the ``named`` files (None: every file).
+    rules read them all) and keep the findings of the ``named`` files (None: every file;
+    with ``judge`` false, none is judged: the families are inferred, and nothing else).
 
     ``latent`` (the per-model gates' answer) and ``reads`` (what other files read of the
     sites' attributes) are given when the caller already has them for these scans (the
@@ -498,7 +514,7 @@ def judge_scans(
         return result
     if result.every is not None and result.every.inferred and not _keep_inferred(result):
         return _nothing_to_check(result)
-    findings = _judged(result, codes, named, latent, reads)
+    findings = _judged(result, codes, named, latent, reads) if judge else []
     if result.deferred and any(CATALOGUE[f.code].findings_read_every_site for f in findings):
         # a finding whose fix or liveness reads every site of the run: read the files
         # deferred as holding only single checks, and judge again

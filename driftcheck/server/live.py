@@ -107,6 +107,7 @@ class LiveProject:
             select=settings.select,
             ignore=settings.ignore,
             extend_select=settings.extend_select,
+            judge=False,  # each open document is judged on its own
         )
         if result.fatal or result.inert:
             raise ProjectError(result.problems, [*result.notes, *result.warnings])
