@@ -9,7 +9,9 @@ import json
 import shutil
 from pathlib import Path
 
+from driftcheck.project import discover_project
 from driftcheck.server.early import (
+    EarlyLoad,
     ReplayedInput,
     folder_of,
     initialize_params,
@@ -90,3 +92,18 @@ def test_settings_that_are_not_valid_load_nothing(tmp_path: Path) -> None:
     params = initialize_params(initialize(tmp_path, {"fixStyle": "sideways"}))
     assert params is not None
     assert preload(params) is None
+
+
+def test_the_load_runs_in_a_thread_and_is_taken_once_it_ends(tmp_path: Path) -> None:
+    root = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "sglang_like", root)
+    params = initialize_params(initialize(root))
+    assert params is not None
+    loading = EarlyLoad.start(params)
+    found = discover_project([root / "__init__.py"], cwd=root)
+    key = (found.root, found.config_file)
+    taken = loading.take(key, root, Settings())
+    assert taken is not None
+    project, seconds = taken
+    assert isinstance(project, LiveProject) and seconds > 0
+    assert loading.take(key, root, Settings()) is None

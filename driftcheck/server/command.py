@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import sys
-import threading
 
 import click
 
@@ -27,21 +25,13 @@ def server_command(stdio: bool) -> None:
             err=True,
         )
         sys.exit(2)
-    from .early import ReplayedInput, initialize_params, preload, read_message
+    from .early import EarlyLoad, ReplayedInput, initialize_params, read_message
 
-    # the client's initialize names the workspace: load it while a thread imports pygls
+    # the client's initialize names the workspace: start loading it while pygls is imported
     stdin = sys.stdin.buffer
     head, message = read_message(stdin)
-    importer = threading.Thread(target=importlib.import_module, args=(f"{__package__}.server",))
-    importer.start()
     params = initialize_params(message)
-    preloaded = None
-    if params is not None:
-        try:
-            preloaded = preload(params)
-        except Exception:  # the server loads the workspace itself then
-            preloaded = None
-    importer.join()
+    loading = EarlyLoad.start(params) if params is not None else None
     from .server import build_server
 
-    build_server(preloaded).start_io(stdin=ReplayedInput(head, stdin))  # type: ignore[arg-type]
+    build_server(loading).start_io(stdin=ReplayedInput(head, stdin))  # type: ignore[arg-type]

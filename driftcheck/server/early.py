@@ -3,12 +3,13 @@ request and start loading its workspace.
 
 Importing pygls and lsprotocol costs a large part of a second, and until the server reads
 ``initialize`` it does not know which workspace to load. So the command reads that first
-message itself (:func:`read_message`), loads each workspace folder's project here
-(:func:`preload`, as :meth:`~driftcheck.server.session.Session.project_for` would) while a
-thread imports the server, then hands pygls a stream that gives the message again
-(:class:`ReplayedInput`). The session adopts a preloaded project when its folder, settings
-and project root are the ones it would load; anything else it loads as before. Nothing here
-imports pygls or lsprotocol.
+message itself (:func:`read_message`) and starts loading each workspace folder's project in a
+thread (:class:`EarlyLoad`, as :meth:`~driftcheck.server.session.Session.project_for` would
+load it) while it imports the server; it then hands pygls a stream that gives the message again
+(:class:`ReplayedInput`), so ``initialize`` is answered as soon as pygls runs. The session
+adopts a preloaded project when its folder, settings and project root are the ones it would
+load (waiting for the load to end); anything else it loads as before. Nothing here imports
+pygls or lsprotocol.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,3 +159,36 @@ def _load_folder(preloaded: Preloaded, folder: Path) -> None:
         preloaded.projects[key] = exc
     preloaded.cwds[key] = folder
     preloaded.seconds[key] = time.perf_counter() - start
+
+
+class EarlyLoad:
+    """:func:`preload` in a thread of its own, started now; :meth:`take` waits for it."""
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        self._loaded: Preloaded | None = None
+        self._thread = threading.Thread(
+            target=self._load, args=(params,), name="driftcheck-early-load", daemon=True
+        )
+
+    @staticmethod
+    def start(params: dict[str, Any]) -> EarlyLoad:
+        """Start loading the workspace ``params`` (an ``initialize`` request's) names."""
+        loading = EarlyLoad(params)
+        loading._thread.start()
+        return loading
+
+    def _load(self, params: dict[str, Any]) -> None:
+        with contextlib.suppress(Exception):  # the session loads the workspace itself then
+            self._loaded = preload(params)
+
+    def take(
+        self, key: ProjectKey, cwd: Path, settings: Settings
+    ) -> tuple[LiveProject | ProjectError, float] | None:
+        """The project ``key`` as loaded from ``cwd`` under ``settings`` and its load's
+        seconds, once the load ended; None when it was not loaded so (or already taken)."""
+        self._thread.join()
+        loaded = self._loaded
+        if loaded is None:
+            return None
+        project = loaded.take(key, cwd, settings)
+        return (project, loaded.seconds.get(key, 0.0)) if project is not None else None

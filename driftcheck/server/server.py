@@ -35,7 +35,7 @@ from driftcheck import __version__
 from driftcheck.engine import GC_YOUNG_THRESHOLD
 
 from . import actions
-from .early import Preloaded
+from .early import EarlyLoad
 from .positions import text_edits
 from .session import Judged, Session
 from .settings import Settings, SettingsError
@@ -224,10 +224,10 @@ def guarded(server: DriftcheckServer, where: str) -> Callable[[Callable[..., Any
 
 
 def build_server(  # noqa: C901 - the handlers are registered here as nested functions, one per LSP method
-    preloaded: Preloaded | None = None,
+    preloaded: EarlyLoad | None = None,
 ) -> DriftcheckServer:
-    """The server with its handlers registered (``preloaded``: the projects the command loaded
-    before the server started, :mod:`.early`)."""
+    """The server with its handlers registered (``preloaded``: the projects the command started
+    loading before the server started, :mod:`.early`)."""
     server = DriftcheckServer()
 
     def feature(method: str, options: Any = None) -> Callable[[Callable[..., Any]], Any]:

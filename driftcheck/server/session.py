@@ -26,7 +26,7 @@ from driftcheck.project import discover_project
 
 from . import actions
 from .diagnostics import carried_over, finding_diagnostic, problem_diagnostic
-from .early import Preloaded
+from .early import EarlyLoad
 from .hover import hover_text
 from .live import LiveProject, ProjectError, buffer_bytes
 from .positions import LineMap
@@ -75,10 +75,10 @@ class Session:
         settings: Settings,
         encoding: str,
         notify: Notify,
-        preloaded: Preloaded | None = None,
+        preloaded: EarlyLoad | None = None,
     ):
         self.folders = sorted(folders, key=lambda f: len(f.parts), reverse=True)
-        self.preloaded = preloaded  # projects loaded before the server started (early.py)
+        self.preloaded = preloaded  # projects loading since the server started (early.py)
         self.settings = settings
         self.encoding = encoding
         self.notify = notify
@@ -112,8 +112,7 @@ class Session:
             if key not in self.projects:
                 early = self.preloaded.take(key, cwd, self.settings) if self.preloaded else None
                 if early is not None:
-                    seconds = self.preloaded.seconds.get(key, 0.0) if self.preloaded else 0.0
-                    self.projects[key] = self._adopt(found.root, early, seconds)
+                    self.projects[key] = self._adopt(found.root, *early)
                 else:
                     self.projects[key] = self._load(found.root, cwd)
             self._keys[directory] = key
