@@ -57,6 +57,19 @@ def at_word_starts(
         position = max(match.end(), at + 1)
 
 
+def line_numbers(data: bytes, offsets: list[int]) -> list[int]:
+    """The 1-based line of each of ``offsets`` (sorted ascending) in ``data``, whose lines end
+    in ``\n``: one pass from offset to offset (counting from the start for each is quadratic
+    on a generated file with many tokens: 10 MB took minutes)."""
+    lines = []
+    line, position = 1, 0
+    for offset in offsets:
+        line += data.count(b"\n", position, offset)
+        position = offset
+        lines.append(line)
+    return lines
+
+
 def _is_word_byte(value: int) -> bool:
     return value in WORD_BYTES
 

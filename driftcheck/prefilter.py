@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from .linesearch import line_numbers
 from .model import Universe
 
 
@@ -25,8 +26,7 @@ class Prefilter:
     # so is every anchor of its group (most files hold none: one search instead of several)
     groups: tuple[tuple[bytes, tuple[bytes, ...]], ...]
     helpers: tuple[bytes, ...]
-    receivers: tuple[bytes, ...]
-    # the receivers split: those naming a holder of the setting (a class, or a name bound to
+    # the receivers (every anchor but the helpers) split: those naming a holder of the setting (a class, or a name bound to
     # one), whose lines are hot but define nothing another definition reads, and the others
     holders: tuple[bytes, ...]
     defining_receivers: tuple[bytes, ...]
@@ -101,21 +101,9 @@ class Prefilter:
                 while start != -1:
                     offsets.append(start)
                     start = data.find(needle, start + 1)
-        defining_lines = _lines(data, defining)
-        return sorted(defining_lines | _lines(data, holding)), sorted(defining_lines)
-
-
-def _lines(data: bytes, offsets: list[int]) -> set[int]:
-    """The 1-based lines of ``offsets`` in ``data`` (whose lines end in ``\\n``): one pass over
-    the sorted offsets (counting from the start for each is quadratic on a generated file with
-    many tokens: 10 MB took minutes)."""
-    lines = set()
-    line, position = 1, 0
-    for offset in sorted(offsets):
-        line += data.count(b"\n", position, offset)
-        position = offset
-        lines.add(line)
-    return lines
+        defining_lines = set(line_numbers(data, sorted(defining)))
+        holding_lines = set(line_numbers(data, sorted(holding)))
+        return sorted(defining_lines | holding_lines), sorted(defining_lines)
 
 
 # what precedes the opening bracket of a collection of members: ``NAME = (``,
@@ -161,9 +149,8 @@ def _alternation(words: Iterable[str]) -> str:
     return "|".join(sorted({re.escape(w) for w in words}, key=len, reverse=True))
 
 
-PREFIX_BYTES = (
-    3  # names are grouped by their first bytes; a group's common prefix leads its pattern
-)
+# names are grouped by their first bytes; a group's common prefix leads its pattern
+PREFIX_BYTES = 3
 
 
 def _common_prefix(words: set[str]) -> str:
@@ -239,7 +226,6 @@ def build_prefilter(universes: Universe | Iterable[Universe]) -> Prefilter:
         anchors=unique_anchors,
         groups=group_anchors(unique_anchors),
         helpers=unique_helpers,
-        receivers=tuple(a for a in unique_anchors if a not in unique_helpers),
         holders=tuple(a for a in distinct if a in holders),
         defining_receivers=tuple(a for a in distinct if a not in holders and a not in helpers),
         member_patterns=tuple(re.compile(part.encode()) for part in parts),

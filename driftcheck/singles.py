@@ -50,7 +50,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from .families import family_phrases
-from .linesearch import at_line_starts
+from .linesearch import at_line_starts, line_numbers
 from .model import Universe
 from .prefilter import prefixed_patterns
 from .sites.controls import refusal_text
@@ -184,11 +184,10 @@ class Tokens:
         return True
 
     def _members_by_line(self) -> dict[int, set[tuple[str, str]]]:
+        named = sorted(self.named)
         by_line: dict[int, set[tuple[str, str]]] = {}
-        line, position = 1, 0
-        for offset, universe, member in sorted(self.named):
-            line += self.data.count(b"\n", position, offset)
-            position = offset
+        lines = line_numbers(self.data, [offset for offset, _, _ in named])
+        for line, (_, universe, member) in zip(lines, named, strict=True):
             by_line.setdefault(line, set()).add((universe, member))
         return by_line
 
