@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
-import signal
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +20,7 @@ from .files import iter_python_files
 from .model import Problem
 from .project import Project
 from .replay import stamp_of
-from .workshare import fork_reporting
+from .workshare import collect_report, fork_reporting, stop
 
 Stamped = tuple[int, int, int, int]
 
@@ -90,20 +88,7 @@ class WalkAhead:
     def result(self) -> Walked | None:
         """What the forked walk found (None when it did not finish: walk here instead)."""
         self.collected = True
-        parts = []
-        with contextlib.suppress(OSError):
-            while part := os.read(self.read, 1 << 20):
-                parts.append(part)
-        os.close(self.read)
-        status = 1
-        with contextlib.suppress(ChildProcessError):
-            _, status = os.waitpid(self.pid, 0)
-        if status != 0:
-            return None
-        try:
-            walked = pickle.loads(b"".join(parts))
-        except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError):
-            return None
+        walked = collect_report(self.pid, self.read)
         return walked if isinstance(walked, Walked) else None
 
     def cancel(self) -> None:
@@ -114,6 +99,4 @@ class WalkAhead:
         self.collected = True
         with contextlib.suppress(OSError):
             os.close(self.read)
-        with contextlib.suppress(ProcessLookupError, ChildProcessError):
-            os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
+        stop(self.pid)

@@ -106,7 +106,7 @@ class Shared(Generic[Item, Result]):
             for pid, read in children.items():
                 if read >= 0:
                     os.close(read)
-                _stop(pid)
+                stop(pid)
             claims.close()
 
     def _fork(self, claims: Claims) -> tuple[int | None, int]:
@@ -132,23 +132,11 @@ class Shared(Generic[Item, Result]):
     def _report(pid: int, children: dict[int, int]) -> list[tuple[int, dict[int, Result]]]:
         """What helper ``pid`` reported ([] when it did not finish); it is reaped and leaves
         ``children`` (until then an interrupt leaves it there, to be stopped)."""
-        read, parts = children[pid], []
-        while part := os.read(read, 1 << 20):
-            parts.append(part)
-        os.close(read)
-        children[pid] = -1  # closed: only the process is left to reap
-        try:
-            _, status = os.waitpid(pid, 0)
-        except ChildProcessError:  # SIGCHLD ignored: reaped already; the report decides
-            status = 0
+        read = children[pid]
+        children[pid] = -1  # the collection closes it whatever happens: the process is left
+        done = collect_report(pid, read)
         del children[pid]
-        if status != 0:
-            return []
-        try:
-            done: list[tuple[int, dict[int, Result]]] = pickle.loads(b"".join(parts))
-        except (pickle.UnpicklingError, EOFError, ValueError):
-            return []
-        return done
+        return done if isinstance(done, list) else []
 
 
 def fork_reporting(work: Callable[[], object]) -> tuple[int, int] | None:
@@ -187,8 +175,33 @@ def fork_reporting(work: Callable[[], object]) -> tuple[int, int] | None:
     return pid, read
 
 
-def _stop(pid: int) -> None:
-    """End a helper still running (the parent is leaving early) and reap it."""
+def collect_report(pid: int, read: int) -> object:
+    """What a process :func:`fork_reporting` started reported, read from ``read`` (closed
+    whatever happens) once it has ended, the process reaped; None when it did not finish."""
+    parts: list[bytes] = []
+    finished = True
+    try:
+        while part := os.read(read, 1 << 20):
+            parts.append(part)
+    except OSError:
+        finished = False
+    finally:
+        os.close(read)
+    try:
+        _, status = os.waitpid(pid, 0)
+    except ChildProcessError:  # SIGCHLD ignored: reaped already; the report decides
+        status = 0
+    if status != 0 or not finished:
+        return None
+    try:
+        return pickle.loads(b"".join(parts))
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError):
+        return None
+
+
+def stop(pid: int) -> None:
+    """End a process :func:`fork_reporting` started that is still running (the parent is
+    leaving early) and reap it."""
     try:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
