@@ -333,11 +333,13 @@ def check_command(  # noqa: C901 - one branch per option of the check command, i
             _echo(f"{result.project.display(path)}:{rest}", err=True)
         result.problems.extend(outcome.problems)
         if diff:
-            # stdout carries the patch alone; nothing was written, so every finding still counts
+            # stdout carries the patch alone; the summary counts what the patch would leave
+            # (as --fix does), the exit code every finding (nothing was written)
             _echo(outcome.diff_text, nl=False)
             _emit_text(result, outcome.remaining, use_color, err=True)
             if not quiet:
-                _echo(fix_summary(outcome, written=False, remaining=len(findings)), err=True)
+                remaining = len(outcome.remaining)
+                _echo(fix_summary(outcome, written=False, remaining=remaining), err=True)
             return _exit_code(result, findings, fail_on)
         findings = outcome.remaining
         held_back = outcome.held_back

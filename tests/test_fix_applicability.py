@@ -180,6 +180,20 @@ def test_unsafe_fixes_adds_the_held_back_members_too(sglang_like: Path, runner: 
     )
 
 
+def test_diff_counts_what_remains_as_the_same_fix_does(
+    sglang_like: Path, runner: CliRunner
+) -> None:
+    """``--diff`` says what ``--fix`` would leave: here nothing (issue 31: it said "1 remains"
+    where the same ``--fix`` said "0 remain")."""
+    shown = runner.invoke(main, ["--no-cache", "--diff", "--unsafe-fixes", str(sglang_like / KIMI)])
+    fixed = runner.invoke(main, ["--no-cache", "--fix", "--unsafe-fixes", str(sglang_like / KIMI)])
+    assert shown.stderr.splitlines()[-1] == (
+        "Would fix 1 finding in 1 file (nothing written); 0 remain."
+    )
+    assert fixed.stderr.splitlines()[-1] == "Fixed 1 finding in 1 file; 0 remain."
+    assert shown.exit_code == 1  # nothing was written: the finding still stands
+
+
 def test_diff_shows_the_safe_members_and_names_the_held_back_ones(
     sglang_like: Path, runner: CliRunner
 ) -> None:
