@@ -18,7 +18,7 @@ declares), so nothing was confirmed.
 
 from __future__ import annotations
 
-import importlib
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -219,8 +219,12 @@ def verify_command(
         raise click.UsageError("--report-md needs --layer")
     if dispatcher != "model":
         _check_deep_ep_usage(layer, device, shape)
+    if layer:
+        _check_layer_requirements(device)
     result = _checked(paths, config_path, select, no_cache)
-    findings = select_sites(_family_findings(result, fix_style, unsafe_fixes), sites)
+    candidates = _family_findings(result, fix_style, unsafe_fixes)
+    _check_sites_match(candidates, sites)
+    findings = select_sites(candidates, sites)
     proofs = [prove(result, finding) for finding in findings]
     layer_report = None
     if layer:
@@ -259,6 +263,58 @@ def verify_command(
     sys.exit(_exit_code(proofs, layer_report))
 
 
+def _check_sites_match(findings: list[Finding], sites: tuple[str, ...]) -> None:
+    """Exit 2 naming each ``--site`` that selects no finding: a run that verified nothing it
+    was asked about must not pass."""
+    from .runtime_verify.site_filter import nearby, unmatched
+
+    missed = unmatched(findings, sites)
+    for selector in missed:
+        click.echo(
+            f"error: --site {selector} matches no site ({nearby(selector, findings)})", err=True
+        )
+    if missed:
+        sys.exit(2)
+
+
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported, found without importing it."""
+    if module in sys.modules:
+        return sys.modules[module] is not None
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _check_layer_requirements(device: str) -> None:
+    """Exit 2, before anything runs, when ``--layer`` cannot start here: torch or numpy not
+    importable (each missing one named), or ``--device cuda`` with no CUDA GPU visible."""
+    # found, not imported: torch imported without numpy warns (and fails when a digest is taken)
+    missing = [module for module in ("torch", "numpy") if not _installed(module)]
+    if missing:
+        verb = "is" if len(missing) == 1 else "are"
+        click.echo(
+            f"error: --layer needs torch and numpy; {' and '.join(missing)} {verb} not "
+            f"installed (from a driftcheck checkout: pip install -e '.[verify]')",
+            err=True,
+        )
+        sys.exit(2)
+    if device == "cuda":
+        import torch
+
+        if torch.cuda.device_count() == 0:
+            build = (
+                "a CPU-only build" if torch.version.cuda is None else f"CUDA {torch.version.cuda}"
+            )
+            click.echo(
+                f"error: --device cuda needs a CUDA GPU, and torch {torch.__version__} ({build}) "
+                "sees none; use --device cpu",
+                err=True,
+            )
+            sys.exit(2)
+
+
 def _check_deep_ep_usage(layer: bool, device: str, shape: str) -> None:
     if not layer:
         raise click.UsageError("--dispatcher needs --layer")
@@ -295,16 +351,6 @@ def _run_layer(
             err=True,
         )
         sys.exit(2)
-    for module in ("numpy", "torch"):  # torch without numpy fails when a digest is taken
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            click.echo(
-                f"error: --layer needs torch and numpy; {module} is not installed "
-                "(pip install 'driftcheck[verify]')",
-                err=True,
-            )
-            sys.exit(2)
     from .runtime_verify.layer.deep_ep_module import DeepEPUnavailable
 
     try:

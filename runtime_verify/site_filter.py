@@ -37,3 +37,25 @@ def select(findings: list[Finding], selectors: tuple[str, ...]) -> list[Finding]
     if not selectors:
         return list(findings)
     return [f for f in findings if any(matches(s, f) for s in selectors)]
+
+
+def unmatched(findings: list[Finding], selectors: tuple[str, ...]) -> list[str]:
+    """The selectors that match none of ``findings``, in the order given."""
+    return [s for s in selectors if not any(matches(s, f) for f in findings)]
+
+
+NEARBY_LIMIT = 5
+
+
+def nearby(selector: str, findings: list[Finding]) -> str:
+    """What a selector that matched nothing could have named: the sites of the file its path
+    names, else every site (at most ``NEARBY_LIMIT``), else a note that there are none."""
+    if not findings:
+        return "this run has no site to verify"
+    path, sep, _ = selector.rpartition(":")
+    in_file = [f for f in findings if sep and _path_matches(path, f.path)]
+    shown = in_file or findings
+    names = [f"{f.path}:{f.span.line} {f.symbol}" for f in shown[:NEARBY_LIMIT]]
+    more = len(shown) - len(names)
+    listed = ", ".join(names) + (f" and {more} more" if more else "")
+    return f"{'sites in that file' if in_file else 'the sites to verify'}: {listed}"

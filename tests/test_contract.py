@@ -327,7 +327,7 @@ def test_verify_layer_without_numpy_says_what_to_install(sglang_like: Path) -> N
     assert done.returncode == 2
     assert done.stderr == (
         "error: --layer needs torch and numpy; numpy is not installed "
-        "(pip install 'driftcheck[verify]')\n"
+        "(from a driftcheck checkout: pip install -e '.[verify]')\n"
     )
 
 

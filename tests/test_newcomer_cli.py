@@ -1,0 +1,153 @@
+"""Issue 31, as a newcomer met it on the command line: no silent pass and no false alarm.
+
+Case 6 (``verify`` passes what it did not check), case 7 (install advice that works from this
+repository), and case 8's contract breaks: columns in characters, ``--diff`` with a
+machine-readable format, a baseline of an unknown version, policies that name nothing, and
+DC005's fix beside ``locals()``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from rule_harness import EXAMPLE_PATH, example_tree
+
+from driftcheck.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "fixtures"
+K3_LIKE = (
+    "def uses_ep_a2a() -> bool:\n"
+    "    _a2a_backend = get_moe_a2a_backend()\n"
+    "    return (\n"
+    "        _a2a_backend.is_megamoe()\n"
+    "        or _a2a_backend.is_deepep()\n"
+    "        or _a2a_backend.is_mooncake()\n"
+    "        or _a2a_backend.is_mori()\n"
+    "    )\n"
+)
+
+
+def verify(runner: CliRunner, *args: str | Path):
+    """``driftcheck verify --no-cache --unsafe-fixes ARGS`` in this process."""
+    return runner.invoke(
+        main,
+        ["verify", "--no-cache", "--unsafe-fixes", *(str(a) for a in args)],
+        catch_exceptions=False,
+    )
+
+
+# -- case 6: verify --site that matches nothing --------------------------------------------------
+def test_verify_site_that_matches_no_site_exits_2_naming_it(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    model = example_tree(tmp_path, K3_LIKE) / EXAMPLE_PATH
+    result = verify(runner, model, "--site", "nosuch.py:foo")
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        "error: --site nosuch.py:foo matches no site (the sites to verify: "
+        "sglang/srt/models/example.py:11 uses_ep_a2a)\n"
+    )
+
+
+def test_verify_site_naming_a_file_lists_that_files_sites(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    model = example_tree(tmp_path, K3_LIKE) / EXAMPLE_PATH
+    result = verify(runner, model, "--site", "example.py:nosuch")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: --site example.py:nosuch matches no site (sites in that file: "
+        "sglang/srt/models/example.py:11 uses_ep_a2a)\n"
+    )
+
+
+def test_verify_site_names_each_selector_that_matched_nothing(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    model = example_tree(tmp_path, K3_LIKE) / EXAMPLE_PATH
+    result = verify(runner, model, "--site", "uses_ep_a2a", "--site", "example.py:99")
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        "error: --site example.py:99 matches no site (sites in that file: "
+        "sglang/srt/models/example.py:11 uses_ep_a2a)\n"
+    )
+
+
+def test_verify_site_in_a_tree_without_drift_exits_2(runner: CliRunner, tmp_path: Path) -> None:
+    clean = "def uses_a2a() -> bool:\n    return is_deepep_class_backend()\n"
+    result = verify(runner, example_tree(tmp_path, clean) / EXAMPLE_PATH, "--site", "uses_a2a")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: --site uses_a2a matches no site (this run has no site to verify)\n"
+    )
+
+
+def test_verify_site_that_matches_verifies_it_and_exits_0(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    """The negative control: a selector that names the site passes as before."""
+    result = verify(
+        runner, example_tree(tmp_path, K3_LIKE) / EXAMPLE_PATH, "--site", "example.py:uses_ep_a2a"
+    )
+    assert result.exit_code == 0
+    assert result.stderr == "1 site verified: 1 proven.\n"
+
+
+# -- case 6: verify --layer --device cuda without a GPU -----------------------------------------
+@pytest.mark.torch
+def test_verify_layer_on_cuda_without_a_gpu_exits_2_before_any_rank_starts(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    tree = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "block_like", tree)
+    result = verify(runner, tree, "--layer", "--device", "cuda")
+    build = "a CPU-only build" if torch.version.cuda is None else f"CUDA {torch.version.cuda}"
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"error: --device cuda needs a CUDA GPU, and torch {torch.__version__} ({build}) "
+        "sees none; use --device cpu\n"
+    )
+
+
+# -- case 7: what to install, from this repository ----------------------------------------------
+def _verify_layer_without(sglang_like: Path, *modules: str) -> subprocess.CompletedProcess[str]:
+    blocked = "".join(f"sys.modules[{m!r}] = None; " for m in modules)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-P",
+            "-c",
+            f"import sys; {blocked}sys.argv = ['driftcheck', 'verify', '--layer', '.']; "
+            "from driftcheck.replay import main; main()",
+        ],
+        cwd=sglang_like,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_verify_layer_names_both_missing_packages(sglang_like: Path) -> None:
+    done = _verify_layer_without(sglang_like, "torch", "numpy")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "error: --layer needs torch and numpy; torch and numpy are not installed "
+        "(from a driftcheck checkout: pip install -e '.[verify]')\n"
+    )
+
+
+def test_verify_layer_names_the_one_missing_package(sglang_like: Path) -> None:
+    done = _verify_layer_without(sglang_like, "torch")
+    assert done.returncode == 2
+    assert done.stderr == (
+        "error: --layer needs torch and numpy; torch is not installed "
+        "(from a driftcheck checkout: pip install -e '.[verify]')\n"
+    )
