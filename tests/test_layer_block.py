@@ -85,7 +85,12 @@ def test_the_trees_block_is_run_and_confirms_the_drift(tree: Path) -> None:
         "confirmed",
         "ep-rows-latent",
     )
-    assert unit["arms"] == {"reference": "deepep", "test": "deepep_v2", "control": "mooncake"}
+    assert unit["arms"] == {
+        "reference": "deepep",
+        "test": "deepep_v2",
+        "control": "mooncake",
+        "others": ["mori"],
+    }
     assert report["engine"] == "tree"
     assert unit["verdict_reason"].startswith(
         "before the fix deepep_v2 differs from deepep (rel L2 "

@@ -14,15 +14,25 @@ DISPATCHERS = ("model", "deep_ep")
 @dataclass(frozen=True)
 class Arms:
     """The members a run compares: ``reference`` (the site includes it), ``test`` (the fix
-    adds it) and ``control`` (a second member the site includes, if any)."""
+    adds it), ``control`` (a second member the site includes, if any) and ``others`` (every
+    other member the site includes: the fix must leave each of them as it was)."""
 
     reference: str
     test: str
     control: str | None = None
+    others: tuple[str, ...] = ()
 
     def all(self) -> tuple[str, ...]:
         """Every arm, reference first."""
+        return (*self.compared(), *self.others)
+
+    def compared(self) -> tuple[str, ...]:
+        """The reference, the test arm and the control (if any)."""
         return tuple(a for a in (self.reference, self.test, self.control) if a is not None)
+
+    def included(self) -> tuple[str, ...]:
+        """Every arm the site includes before the fix: the reference, the control, the others."""
+        return tuple(a for a in self.all() if a != self.test)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ and family are one unit, fixed together as ``--fix`` writes the file (0.5.21's
 ``KimiK3MoE._ep_a2a`` and ``KimiK3DecoderLayer._sp_moe`` are one such pair). The unit runs the
 block its sites' role operations sit in (the class holding most of them), and its arms are
 chosen from the sites' truth tables: a reference every site includes, a test arm every site's
-fix adds, and a control: a second member every site includes.
+fix adds, a control: a second member every site includes, and every other member the sites
+include (the fix must leave each of them as it was).
 """
 
 from __future__ import annotations
@@ -147,7 +148,8 @@ def choose_arms(
         return "the fix adds no family member at every site (no test arm)"
     order = [*pack.controls, *every]
     control = next((m for m in order if m in included and m != reference), None)
-    return Arms(reference, test, control)
+    others = tuple(m for m in included if m not in (reference, control))
+    return Arms(reference, test, control, others)
 
 
 def package_root(root: Path, path: str, module: str) -> Path:

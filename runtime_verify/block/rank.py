@@ -1,5 +1,5 @@
 """One rank's whole block run: join the group, then for each configuration in turn run every
-arm in each phase (the control arm before the fix only), ``repeats`` times, and judge.
+arm in each phase, ``repeats`` times, and judge.
 
 Every rank executes the same code on its own rows; rank 0 gathers the outputs and judges
 (:mod:`.verdict`). A configuration in which the arms already agree before the fix shows
@@ -107,8 +107,7 @@ def _run(job: BlockJob, comm: Comm, backend: str, emit: Emit) -> dict[str, Any]:
         for configuration in job.configurations:
             runs: list[Run] = []
             for phase in ("before", "after"):
-                arms = job.arms.all() if phase == "before" else (job.arms.reference, job.arms.test)
-                for arm in arms:
+                for arm in job.arms.all():
                     for repeat in range(job.repeats):
                         emit(
                             f"{configuration.name}: {phase} the fix, {arm} arm"

@@ -34,7 +34,8 @@ def layer_summary(report: dict[str, Any]) -> str:
             f"{unit['verdict_reason']}"
         )
         for run in _runs(unit):
-            if run["repeat"] == 0 and run["phase"] == "before" and run["arm"] != arms["control"]:
+            shown = run["arm"] in (arms["reference"], arms["test"])
+            if run["repeat"] == 0 and run["phase"] == "before" and shown:
                 lines.append(
                     f"    ran from the tree ({run['arm']}, {run['phase']} the fix): "
                     f"{executed_summary(run) or 'nothing'}"
@@ -81,7 +82,8 @@ def layer_markdown(report: dict[str, Any]) -> str:
         lines += [
             "",
             f"Arms: reference **{arms['reference']}**, test **{arms['test']}**, control "
-            f"**{arms['control'] or 'none'}**.",
+            f"**{arms['control'] or 'none'}**; every other member the site includes: "
+            f"{', '.join(arms.get('others', ())) or 'none'}.",
             "",
             f"**{unit['verdict']}**: {unit['verdict_reason']}",
             "",
@@ -134,6 +136,14 @@ def _configuration_section(entry: dict[str, Any]) -> list[str]:
         lines.append(
             f"- control {entry['control']['arm']} against the reference before the fix: "
             f"rel L2 {entry['control']['rel_l2']:.3g}"
+        )
+    if "included_changed_by_fix" in entry:
+        lines.append(
+            "- each member the site includes, after the fix against its own output before it: "
+            + ", ".join(
+                f"{arm} rel L2 {value:.3g}"
+                for arm, value in entry["included_changed_by_fix"].items()
+            )
         )
     lines += ["", "| arm | phase | ran from the tree | substituted | stand-ins used | s |"]
     lines.append("| --- | --- | --- | --- | --- | --- |")

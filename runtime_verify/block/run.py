@@ -158,6 +158,7 @@ def _unit_entry(unit: Unit, job: BlockJob, ran: dict[str, Any]) -> dict[str, Any
             "reference": job.arms.reference,
             "test": job.arms.test,
             "control": job.arms.control,
+            "others": list(job.arms.others),
         },
         "verdict": verdict,
         "verdict_reason": reason,

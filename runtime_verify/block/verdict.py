@@ -5,7 +5,9 @@ both run the same inputs and weights through the tree's block, before and after 
 
 - ``confirmed``: before the fix the test arm's output differs from the reference beyond the
   noise floor, and after it they agree;
-- ``refuted``: after the fix they still differ;
+- ``refuted``: after the fix they still differ, or the fix changed the output of a member the
+  site already included (the reference, the control or any other: each is compared with its
+  own output before the fix, and the reason names it);
 - ``inconclusive``: before the fix they already agree (the drift has no effect on this path in
   this configuration: the next configuration is tried), the control arm — a second member the
   site includes — differs from the reference before the fix (the harness separates members
@@ -182,7 +184,8 @@ def job_reference(runs: list[Run]) -> str:
 
 
 def _branch_difference(first: Run, second: Run) -> str | None:
-    """A stand-in whose answer decided a path one arm took and the other did not."""
+    """A stand-in whose answer decided a path one run took and the other did not (two arms,
+    or one arm before and after the fix)."""
     a = {u for u in _relative_uses(first) if u.use == "branch"}
     b = {u for u in _relative_uses(second) if u.use == "branch"}
     # a run that stopped at its own failure saw only part of the path: what it did not reach
@@ -194,10 +197,15 @@ def _branch_difference(first: Run, second: Run) -> str | None:
     if not differing:
         return None
     use = differing[0]
-    arm = first.arm if use in a else second.arm
+    run = first if use in a else second
+    where = (
+        f"in the {run.arm} arm only"
+        if first.arm != second.arm
+        else f"in the {run.arm} arm {run.phase} the fix only"
+    )
     return (
         f"the block reached {use.name}, which the harness does not provide: its answer "
-        f"decided a branch at {use.where} in the {arm} arm only"
+        f"decided a branch at {use.where} {where}"
     )
 
 
@@ -231,6 +239,14 @@ def judge_configuration(
     branch = _branch_difference(reference, test)
     if branch is not None:
         return _verdict(entry, "inconclusive", branch)
+    entry["included_changed_by_fix"] = {
+        arm: distance(index.first("after", arm), index.first("before", arm))
+        for arm in arms.included()
+    }
+    changed = _changed_member(index, arms.included(), tolerance)
+    if changed is not None:
+        verdict, reason = changed
+        return _verdict(entry, verdict, reason)
     if before <= tolerance:
         reason = (
             f"before the fix the arms already agree in configuration {configuration.name} "
@@ -255,14 +271,6 @@ def judge_configuration(
         "reference_changed_by_fix": distance(after_ref, reference),
     }
     after = entry["after"]["rel_l2"]
-    changed = entry["after"]["reference_changed_by_fix"]
-    if changed > tolerance:
-        reason = (
-            f"the fix changes the {arms.reference} arm, which the site already included "
-            f"({_shown(changed)} against its output before the fix > {tolerance:.2e})"
-            f"{_failure(after_ref)}: a fix adds what the site misses and changes nothing else"
-        )
-        return _verdict(entry, "refuted", reason)
     only = entry["before"]["lines"][f"{arms.test}_only"]
     not_test = entry["before"]["lines"][f"{arms.reference}_only"]
     agreeing = entry["before"]["top5_token_agreement"]
@@ -291,6 +299,27 @@ def judge_configuration(
         f"top-5 ids {entry['after']['top5_token_agreement']}){lines}"
     )
     return _verdict(entry, "confirmed", reason)
+
+
+def _changed_member(
+    index: _Runs, included: tuple[str, ...], tolerance: float
+) -> tuple[str, str] | None:
+    """The first member the site includes whose output the fix changes: refuted, naming it
+    (inconclusive when a stand-in's answer decided a path in one phase only)."""
+    for arm in included:
+        before, after = index.first("before", arm), index.first("after", arm)
+        changed = distance(after, before)
+        if changed <= tolerance:
+            continue
+        branch = _branch_difference(before, after)
+        if branch is not None:
+            return "inconclusive", branch
+        return "refuted", (
+            f"the fix changes the {arm} arm, which the site already included ({_shown(changed)} "
+            f"against its output before the fix > {tolerance:.2e}){_failure(after)}: a fix adds "
+            "what the site misses and changes nothing else"
+        )
+    return None
 
 
 def _compared(test: Run, reference: Run) -> dict[str, Any]:
