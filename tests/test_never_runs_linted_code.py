@@ -151,7 +151,7 @@ def test_verify_proves_the_fixes_without_running_the_tree(tree: Path, tripwire) 
 
 
 @pytest.mark.skipif(
-    not torch_available(), reason="verify --layer needs torch (pip install 'driftcheck[verify]')"
+    not torch_available(), reason="verify --layer needs torch (pip install -e '.[verify]')"
 )
 def test_verify_layer_executes_only_the_layer_module_and_the_packs_modules(
     tree: Path, tripwire

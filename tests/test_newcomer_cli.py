@@ -8,6 +8,7 @@ DC005's fix beside ``locals()``.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -151,3 +152,63 @@ def test_verify_layer_names_the_one_missing_package(sglang_like: Path) -> None:
         "error: --layer needs torch and numpy; torch is not installed "
         "(from a driftcheck checkout: pip install -e '.[verify]')\n"
     )
+
+
+def test_driftcheck_server_without_its_extra_names_every_missing_package(
+    runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: None)
+    result = runner.invoke(main, ["server"])
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        "error: driftcheck server needs the server extra (pygls and lsprotocol are missing); "
+        "from a driftcheck checkout: pip install -e '.[server]'\n"
+    )
+
+
+INSTALL_ADVICE = re.compile(  # pip install [flags but -e] driftcheck[extra]: an index release
+    r"pip install(?: +-(?!e\b)[\w-]+)* +['\"]?driftcheck(?:\[[\w,]+\])?(?:==[\w.]+)?['\"]?(?=[\s`),]|$)"
+)
+ADVISING = (
+    "driftcheck",
+    "runtime_verify",
+    "rules",
+    "docs",
+    "examples",
+    ".pre-commit-hooks.yaml",
+)
+
+
+def test_no_install_advice_names_a_package_index_release() -> None:
+    """driftcheck is not on PyPI: no message, doc or example says ``pip install driftcheck``
+    or ``pip install 'driftcheck[extra]'`` (a checkout's ``pip install -e '.[extra]'`` or a
+    path works)."""
+    files = [
+        path
+        for name in ADVISING
+        for path in ([REPO / name] if (REPO / name).is_file() else (REPO / name).rglob("*"))
+        if path.is_file() and path.suffix in (".py", ".md", ".yaml", ".yml", ".toml", "")
+    ]
+    offending = [
+        f"{path.relative_to(REPO)}: {match.group(0)}"
+        for path in files
+        for match in INSTALL_ADVICE.finditer(path.read_text(encoding="utf-8", errors="replace"))
+    ]
+    assert len(files) > 100
+    assert offending == []
+    assert INSTALL_ADVICE.search("(pip install 'driftcheck[server]')")  # the negative control
+    assert INSTALL_ADVICE.search("`pip install driftcheck`")
+
+
+def test_the_pre_commit_snippets_name_no_repository_url() -> None:
+    """The hooks' manifest and docs/pre-commit.md give ``repo: local`` (language: system) and a
+    clone on disk; no URL of a repository nobody here owns."""
+    for name in (".pre-commit-hooks.yaml", "docs/pre-commit.md"):
+        text = (REPO / name).read_text(encoding="utf-8")
+        assert "repo: local" in text, name
+        assert "language: system" in text, name
+        repos = re.findall(r"repo: (\S+)", text)
+        assert [r for r in repos if r != "local" and not r.startswith("/")] == [], name
+        assert "github.com" not in text, name

@@ -1,4 +1,5 @@
-"""``driftcheck server``: the language server (``pip install 'driftcheck[server]'``).
+"""``driftcheck server``: the language server (the ``server`` extra; from a driftcheck checkout:
+``pip install -e '.[server]'``).
 
 - :mod:`.command` the click command; :mod:`.server` the protocol (pygls): handlers, the
   engine thread, debouncing, guarded handlers;

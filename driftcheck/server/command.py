@@ -16,12 +16,13 @@ import click
 )
 def server_command(stdio: bool) -> None:
     """Run the language server over stdio: drift in the editor as you type, fixes as code
-    actions (needs the server extra: pip install 'driftcheck[server]')."""
+    actions (needs the server extra: from a driftcheck checkout, pip install -e '.[server]')."""
     missing = [name for name in ("pygls", "lsprotocol") if importlib.util.find_spec(name) is None]
     if missing:
+        verb = "is" if len(missing) == 1 else "are"
         click.echo(
-            f"error: driftcheck server needs the server extra ({missing[0]} is missing): "
-            "pip install 'driftcheck[server]'",
+            f"error: driftcheck server needs the server extra ({' and '.join(missing)} {verb} "
+            "missing); from a driftcheck checkout: pip install -e '.[server]'",
             err=True,
         )
         sys.exit(2)
