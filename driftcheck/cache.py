@@ -194,14 +194,15 @@ class ScanCache:
             return None
 
     def put(self, rel: str, stamp: Stamp, scan: FileScan) -> None:
-        """Remember a successful scan (scans with problems are never cached)."""
+        """Remember a successful scan (scans with problems or a syntax error are never
+        cached: the next run reads the file again and reports them again)."""
         self.dirty = True
         directory, _, name = rel.rpartition("/")
         changes = self.changed.setdefault(directory, {})
         if scan.problems or not scan.is_empty():
             changes[name] = None
             self.entries.pop(rel, None)
-            if not scan.problems:
+            if not (scan.problems or scan.syntax_errors):
                 data = json.dumps(scan.to_dict(), separators=(",", ":"))
                 self.entries[rel] = [*stamp, data, self._signed(stamp, data)]
             return

@@ -399,7 +399,7 @@ def _emit(
                 findings,
                 result.files_checked,
                 result.baselined,
-                len({problem.path for problem in result.problems}),
+                len({problem.path for problem in result.problems if not problem.checked}),
             ),
             err=True,
         )

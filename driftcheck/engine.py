@@ -470,6 +470,8 @@ def _check_files(  # noqa: C901 - the scan pipeline in one place: walk, context,
         _count_problems(
             result, result.complete(lambda r: posixpath.dirname(r) in directories), named
         )
+        if named is None or scan.path in named:
+            result.problems.extend(scan.syntax_errors)
     judged = judge_scans(result, codes, options.baseline, named, judge=options.judge)
     if cache is not None:
         if cache.rejected:
@@ -485,7 +487,10 @@ def _count_problems(
 ) -> None:
     """Report the problems of deferred files analysed since the walk (a requested file only)."""
     for rel, scan in sorted(scans.items()):
-        if scan.problems and (named is None or rel in named):
+        if named is not None and rel not in named:
+            continue
+        result.problems.extend(scan.syntax_errors)  # the file was still checked
+        if scan.problems:
             result.problems.extend(scan.problems)
             result.files_checked -= 1
             result.files_unreadable += 1

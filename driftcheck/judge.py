@@ -48,6 +48,12 @@ class Judge:
         self.config = config
         self.codes = codes
         self.rules: list[Rule] = [CATALOGUE[c]() for c in sorted(codes) if c in CATALOGUE]
+        # the rules that honour allow-missing but did not run (see :meth:`unjudged`)
+        self.unrun: list[Rule] = [
+            rule()
+            for code, rule in sorted(CATALOGUE.items())
+            if code not in codes and rule.honours_allow_missing
+        ]
         self.latent = latent or {}
         self.same_role: SameRoleSites | None = None
 
@@ -116,7 +122,31 @@ class Judge:
             for s in nearby:
                 if s.verb == "allow-extra" and set(s.items) & set(site.members):
                     used.add(s.line)
+        if allowed_missing and self.unrun:
+            used |= self.unjudged(site, judgement, nearby, used)
         return results
+
+    def unjudged(
+        self, site: Site, judgement: Judgement, nearby: list[Suppression], used: set[int]
+    ) -> set[int]:
+        """The lines of the ``allow-missing`` suppressions on ``site`` that no rule of this run
+        matched but that a rule honouring them, which did not run, may need: one whose
+        judgement of the site, asked now, reports a member they accept, or a cross-file rule
+        (it cannot be asked about one site). DC004 leaves them alone: a suppression is stale
+        only when every rule it could apply to ran and none matched (as ruff's RUF100 calls a
+        ``# noqa`` code unused only when its rule ran)."""
+        pending = [s for s in nearby if s.verb == "allow-missing" and s.line not in used]
+        unfiltered = replace(judgement, allowed_missing=frozenset())
+        kept: set[int] = set()
+        for rule in self.unrun:
+            if not pending:
+                break
+            if rule.cross_file():
+                return kept | {s.line for s in pending}
+            reported = {m for f in rule.check(site, unfiltered) for m in f.missing}
+            kept |= {s.line for s in pending if set(s.items) & reported}
+            pending = [s for s in pending if s.line not in kept]
+        return kept
 
     @staticmethod
     def _mark(nearby: list[Suppression], used: set[int], verb: str, codes: set[str]) -> None:

@@ -616,6 +616,9 @@ class Problem:
     path: str
     line: int | None
     message: str
+    # the file was checked all the same (a syntax error outside the statements the check
+    # parses, in a file whose suppressions it read): not counted as a path left unchecked
+    checked: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form used in the ``errors`` array."""

@@ -79,6 +79,9 @@ class FileScan:
     # top-level classes and their bases, of a file that may hold sites (liveness relations)
     classes: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
     parsed: bool = False  # the parse succeeded (what went wrong after it was the analysis)
+    # a syntax error outside the statements the check parses, in a file whose suppressions
+    # it read (:func:`syntax_error_elsewhere`): reported, exit 2, the file still checked
+    syntax_errors: list[Problem] = field(default_factory=list)
     # it can hold only single checks and was not analysed (:mod:`driftcheck.singles`)
     deferred: bool = False
 
@@ -258,9 +261,29 @@ def _analyse(
             for site in sites
         ]
         result.suppressions = parse_suppressions(source)
+        if result.suppressions:
+            result.syntax_errors = syntax_error_elsewhere(rel, source)
         result.classes = class_headers(source)
     if wants_registry:
         result.registrations = registrations(module.tree, spec.register_calls)
+
+
+def syntax_error_elsewhere(rel: str, source: str) -> list[Problem]:
+    """The syntax error of a file whose parsed statements hold none (empty when it parses).
+
+    Only a file holding a suppression is parsed whole for it: its comments were read past the
+    error (:mod:`driftcheck.suppressions`), and a suppression beside a broken line must not
+    pass silently. Every other file's statements outside the check are left unparsed (the
+    README: parsing every file whole would cost about 20 times a cold check)."""
+    try:
+        ast.parse(source, rel)
+    except SyntaxError as exc:
+        message = exc.msg if hasattr(exc, "msg") else str(exc)
+        note = "outside the statements checked: the file's sites and suppressions were still read"
+        return [Problem(rel, exc.lineno, f"syntax error: {message} ({note})", checked=True)]
+    except (RecursionError, MemoryError, ValueError):
+        return []
+    return []
 
 
 def _bad_byte_line(data: bytes, exc: Exception) -> int | None:

@@ -109,6 +109,16 @@ class Rule:
     # the files it deferred as holding only single checks (:mod:`driftcheck.singles`)
     findings_read_every_site: ClassVar[bool] = True
 
+    # whether an ``allow-missing[...]`` suppression accepts members its findings report
+    # missing (DC004 judges such a suppression stale only once every rule that honours it
+    # and may judge its site ran: :meth:`driftcheck.judge.Judge.unjudged`)
+    honours_allow_missing: ClassVar[bool] = False
+
+    @classmethod
+    def cross_file(cls) -> bool:
+        """Whether the rule reads every file's scan before it judges a site (:meth:`prepare`):
+        it cannot be asked about one site outside a run that selected it."""
+        return cls.prepare is not Rule.prepare
     @classmethod
     def fixable(cls) -> bool:
         """Whether the rule offers a fix: derived from its INVALID examples."""

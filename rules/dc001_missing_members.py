@@ -44,6 +44,7 @@ class MissingFamilyMembers(Rule):
     members of a canonical family."""
 
     code = "DC001"
+    honours_allow_missing = True
     name = "missing-family-members"
     reads = "enumerations"
     severity = "error"

@@ -20,6 +20,7 @@ class StringFormMissingMembers(Rule):
     """``moe_a2a_backend in ("deepep", "mooncake")``, ``b == MoeA2ABackend.MORI or ...``."""
 
     code = "DC003"
+    honours_allow_missing = True
     name = "string-form-missing-members"
     reads = "enumerations"
     severity = "error"

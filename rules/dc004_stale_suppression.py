@@ -67,7 +67,7 @@ Delete the comment, or narrow it to the members still deliberately left out.
         for s in scan.suppressions:
             if s.error is None and s.line in used:
                 continue
-            if s.verb == "ignore" and s.items and not set(s.items) & codes and s.error is None:
+            if s.verb == "ignore" and s.error is None and not self._all_ran(s.items, codes):
                 continue  # silences a rule this run does not report: cannot judge it
             reason = s.error or f"'{s.text.strip()}' matches no finding at this site; remove it"
             span = Span(s.line, s.col, s.line, s.col + len(s.text))
@@ -85,3 +85,12 @@ Delete the comment, or narrow it to the members still deliberately left out.
             )
             stale.append(replace(finding, key=finding_key(finding, s.text)))
         return stale
+
+    def _all_ran(self, items: tuple[str, ...], codes: set[str]) -> bool:
+        """Whether every rule an ``ignore[...]`` names ran (a bare ``ignore`` names every rule
+        but this one; codes that name no rule are left out, and one naming none is judged by
+        no run)."""
+        from driftcheck.rules import CATALOGUE
+
+        named = set(items) & set(CATALOGUE) if items else set(CATALOGUE) - {self.code}
+        return bool(named) and named <= codes

@@ -12,6 +12,7 @@ class AllowlistDrift(Rule):
     """An enumeration that guards a ``raise``/``assert``/warning about which backends are supported."""
 
     code = "DC010"
+    honours_allow_missing = True
     name = "allowlist-missing-members"
     reads = "enumerations"
     severity = "warning"

@@ -12,6 +12,7 @@ class DispatchDrift(Rule):
     """One arm of an ``if``/``elif`` chain over backends, or a list conjoined with a kernel test."""
 
     code = "DC011"
+    honours_allow_missing = True
     name = "dispatch-missing-members"
     reads = "enumerations"
     severity = "warning"

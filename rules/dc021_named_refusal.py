@@ -31,6 +31,7 @@ class NamedRefusal(Rule):
     """The refusal's own text says which family the check is; the check disagrees."""
 
     code = "DC021"
+    honours_allow_missing = True
     name = "named-refusal"
     findings_read_every_site = False  # no same-role evidence, no liveness
     severity = "error"
