@@ -33,6 +33,7 @@ from .project import (
     anchor_of,
     repository_root,
 )
+from .report.columns import ColumnMap
 from .report.text import format_finding, format_problem, summary
 
 if TYPE_CHECKING:
@@ -257,6 +258,14 @@ def check_command(  # noqa: C901 - one branch per option of the check command, i
     global _COLOR
     _COLOR = _use_color(color)
     use_color = sys.stdout.isatty() if _COLOR is None else _COLOR
+    if diff and output_format != "text":
+        _echo(
+            f"error: --diff prints a unified diff and takes no --format {output_format}; "
+            f"--format {output_format} without --diff gives each finding's fix"
+            + (" (its replacement and span)" if output_format == "json" else ""),
+            err=True,
+        )
+        return 2
     baseline = None
     if baseline_path is not None:
         try:
@@ -378,6 +387,7 @@ def _emit(
                 findings,
                 result.problems,
                 result.project.display_root(),
+                ColumnMap(result.root, "characters"),
             ),
             nl=False,
         )
@@ -410,8 +420,9 @@ def _emit_text(
 ) -> None:
     """Findings (stdout, or stderr under ``--diff``) and problems (stderr), display paths."""
     project = result.project
+    columns = ColumnMap(result.root, "characters")
     for finding in findings:
-        _echo(format_finding(finding, color, project.display(finding.path)), err=err)
+        _echo(format_finding(finding, color, project.display(finding.path), columns), err=err)
     for problem in result.problems:
         _echo(format_problem(problem, color, project.show(problem.path)), err=True)
 

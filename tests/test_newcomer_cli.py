@@ -8,6 +8,7 @@ DC005's fix beside ``locals()``.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -212,3 +213,113 @@ def test_the_pre_commit_snippets_name_no_repository_url() -> None:
         repos = re.findall(r"repo: (\S+)", text)
         assert [r for r in repos if r != "local" and not r.startswith("/")] == [], name
         assert "github.com" not in text, name
+
+
+# -- case 8: columns count characters ------------------------------------------------------------
+NON_ASCII_BEFORE_THE_SITE = (
+    "def uses_ep_a2a() -> bool:\n"
+    "    b = get_moe_a2a_backend()\n"
+    '    tag = "μ→"; return b.is_deepep() or b.is_mooncake() or b.is_mori()\n'
+)
+# the site starts after 23 characters (27 UTF-8 bytes: μ and → take 2 and 3): column 24
+NON_ASCII_MESSAGE = (
+    "uses_ep_a2a enumerates 3 of 5 DeepEP-family backends; missing deepep_v2 (held back), pplx "
+    "(held back: no same-role site lists them) (canonical: is_deepep_class_backend)"
+)
+
+
+def check_example(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, snippet: str, *args: str
+):
+    """``driftcheck --no-cache ARGS sglang/srt/models/example.py`` from the example tree."""
+    monkeypatch.chdir(example_tree(tmp_path, snippet))
+    return runner.invoke(main, ["--no-cache", *args, EXAMPLE_PATH], catch_exceptions=False)
+
+
+def test_text_column_counts_characters_not_bytes(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = check_example(runner, tmp_path, monkeypatch, NON_ASCII_BEFORE_THE_SITE)
+    assert result.stdout == f"{EXAMPLE_PATH}:10:24: DC001 {NON_ASCII_MESSAGE}\n"
+
+
+def test_json_columns_count_characters_not_bytes(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = ("--format", "json")
+    result = check_example(runner, tmp_path, monkeypatch, NON_ASCII_BEFORE_THE_SITE, *args)
+    [finding] = json.loads(result.stdout)["findings"]
+    assert (finding["line"], finding["col"], finding["end_line"], finding["end_col"]) == (
+        10,
+        24,
+        10,
+        71,
+    )
+    span = finding["fix"]["span"]
+    assert (span["line"], span["col"], span["end_line"], span["end_col"]) == (10, 24, 10, 71)
+
+
+def test_github_columns_count_characters_not_bytes(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = ("--format", "github")
+    result = check_example(runner, tmp_path, monkeypatch, NON_ASCII_BEFORE_THE_SITE, *args)
+    assert result.stdout == (
+        f"::error file={EXAMPLE_PATH},line=10,col=24,endLine=10,endColumn=71,title=DC001::"
+        f"{NON_ASCII_MESSAGE}\n"
+    )
+
+
+def test_sarif_columns_agree_with_the_text_columns(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = ("--format", "sarif")
+    result = check_example(runner, tmp_path, monkeypatch, NON_ASCII_BEFORE_THE_SITE, *args)
+    [sarif_result] = json.loads(result.stdout)["runs"][0]["results"]
+    region = sarif_result["locations"][0]["physicalLocation"]["region"]
+    assert (region["startColumn"], region["endColumn"]) == (24, 71)
+
+
+def test_an_ascii_line_keeps_its_column(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The negative control: where bytes and characters agree the column is unchanged."""
+    ascii_line = NON_ASCII_BEFORE_THE_SITE.replace("μ→", "mu")
+    result = check_example(runner, tmp_path, monkeypatch, ascii_line)
+    assert result.stdout == f"{EXAMPLE_PATH}:10:24: DC001 {NON_ASCII_MESSAGE}\n"
+
+
+# -- case 8: --diff with a machine-readable format -----------------------------------------------
+@pytest.mark.parametrize(
+    ("output_format", "advice"),
+    [
+        (
+            "json",
+            "--format json without --diff gives each finding's fix (its replacement and span)",
+        ),
+        ("sarif", "--format sarif without --diff gives each finding's fix"),
+        ("github", "--format github without --diff gives each finding's fix"),
+    ],
+)
+def test_diff_with_a_machine_readable_format_exits_2(
+    runner: CliRunner,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    output_format: str,
+    advice: str,
+) -> None:
+    args = ("--diff", "--format", output_format)
+    result = check_example(runner, tmp_path, monkeypatch, K3_LIKE, *args)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"error: --diff prints a unified diff and takes no --format {output_format}; {advice}\n"
+    )
+
+
+def test_diff_in_text_prints_the_patch(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The negative control: ``--diff`` alone still prints the patch."""
+    result = check_example(runner, tmp_path, monkeypatch, K3_LIKE, "--diff", "--unsafe-fixes")
+    assert result.exit_code == 1
+    assert result.stdout.startswith(f"--- a/{EXAMPLE_PATH}\n+++ b/{EXAMPLE_PATH}\n")

@@ -1,7 +1,8 @@
 """GitHub Actions annotations (``--format github``): one workflow command per finding.
 
 ``::error file=F,line=L,col=C,endLine=EL,endColumn=EC,title=DC001::message`` — ``error``,
-``warning`` or ``notice`` after the finding's severity. Columns are 1-based and given only
+``warning`` or ``notice`` after the finding's severity. Columns are 1-based characters (as
+the text output counts them, not UTF-8 bytes) and given only
 when the span is on one line: GitHub's annotations support a column range on a single line
 only and reject or drop columns otherwise. Files that could not be checked become
 ``::error`` commands titled ``driftcheck``.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from ..model import Finding, Problem
 from ..project import Project
+from .columns import ColumnMap
 
 COMMANDS = {"error": "error", "warning": "warning", "info": "notice"}
 
@@ -35,17 +37,20 @@ def command(kind: str, message: str, properties: list[tuple[str, str | int]]) ->
     return f"::{kind} {props}::{escape_data(message)}"
 
 
-def finding_command(finding: Finding, project: Project | None = None) -> str:
-    """The annotation for one finding (``file=`` is the project's display path)."""
+def finding_command(
+    finding: Finding, project: Project | None = None, columns: ColumnMap | None = None
+) -> str:
+    """The annotation for one finding (``file=`` is the project's display path; columns in
+    characters when ``columns`` reads the file, else UTF-8 bytes)."""
     span = finding.span
     shown = project.display(finding.path) if project is not None else finding.path
     properties: list[tuple[str, str | int]] = [("file", shown), ("line", span.line)]
     if span.line == span.end_line:
-        properties += [
-            ("col", span.col + 1),
-            ("endLine", span.end_line),
-            ("endColumn", span.end_col + 1),
-        ]
+        start, end = span.col + 1, span.end_col + 1
+        if columns is not None:
+            start = columns.column(finding.path, span.line, span.col)
+            end = columns.column(finding.path, span.end_line, span.end_col)
+        properties += [("col", start), ("endLine", span.end_line), ("endColumn", end)]
     else:
         properties.append(("endLine", span.end_line))
     properties.append(("title", finding.code))
@@ -65,7 +70,9 @@ def problem_command(problem: Problem, project: Project | None = None) -> str:
 def render_github(
     findings: list[Finding], problems: list[Problem], project: Project | None = None
 ) -> str:
-    """All annotations, findings first, one per line (empty when there is nothing to say)."""
-    lines = [finding_command(f, project) for f in findings]
+    """All annotations, findings first, one per line (empty when there is nothing to say);
+    columns in characters, read from the project's files."""
+    columns = ColumnMap(project.root, "characters") if project is not None else None
+    lines = [finding_command(f, project, columns) for f in findings]
     lines += [problem_command(p, project) for p in problems]
     return "".join(line + "\n" for line in lines)

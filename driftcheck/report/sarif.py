@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -30,7 +29,7 @@ from .. import __version__
 from ..explain import render_rule
 from ..fix.held import applied_note
 from ..model import Finding, Problem, Span
-from ..scan import decode_source
+from .columns import ColumnMap
 
 if TYPE_CHECKING:
     from ..engine import CheckResult
@@ -43,39 +42,6 @@ SRCROOT = "%SRCROOT%"
 PROJECTROOT = "PROJECTROOT"
 FINGERPRINT = "driftcheck/v1"
 LEVELS = {"error": "error", "warning": "warning", "info": "note"}
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-
-
-class ColumnMap:
-    """Converts the engine's 0-based UTF-8 byte columns to SARIF's 1-based UTF-16 columns.
-
-    Each file is read once; a file that cannot be read or decoded keeps byte columns + 1
-    (exact for ASCII lines, which is what nearly all source is).
-    """
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self._lines: dict[str, list[bytes] | None] = {}
-
-    def column(self, path: str, line: int, byte_col: int) -> int:
-        """The 1-based UTF-16 column of byte offset ``byte_col`` on 1-based ``line``."""
-        lines = self._file_lines(path)
-        if lines is None or not 1 <= line <= len(lines):
-            return byte_col + 1
-        prefix = lines[line - 1][:byte_col]
-        if prefix.isascii():
-            return byte_col + 1
-        text = prefix.decode("utf-8", errors="replace")
-        return len(text.encode("utf-16-le")) // 2 + 1
-
-    def _file_lines(self, path: str) -> list[bytes] | None:
-        if path not in self._lines:
-            try:
-                source = decode_source((self.root / path).read_bytes())
-                self._lines[path] = [part.encode("utf-8") for part in _LINE_BREAK.split(source)]
-            except (OSError, UnicodeDecodeError, LookupError, SyntaxError):
-                self._lines[path] = None
-        return self._lines[path]
 
 
 class ArtifactLocator:

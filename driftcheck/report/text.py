@@ -7,12 +7,18 @@ from collections import Counter
 import click
 
 from ..model import Finding, Problem
+from .columns import ColumnMap
 
 
-def format_finding(finding: Finding, color: bool, path: str | None = None) -> str:
-    """``path:line:col: CODE message`` (column 1-based; ``path`` is the display path, the
-    finding's canonical path by default)."""
-    where = f"{path or finding.path}:{finding.span.line}:{finding.span.col + 1}:"
+def format_finding(
+    finding: Finding, color: bool, path: str | None = None, columns: ColumnMap | None = None
+) -> str:
+    """``path:line:col: CODE message`` (column 1-based, in characters when ``columns`` reads
+    the file, as ruff and editors count; ``path`` is the display path, the finding's
+    canonical path by default)."""
+    span = finding.span
+    col = columns.column(finding.path, span.line, span.col) if columns else span.col + 1
+    where = f"{path or finding.path}:{span.line}:{col}:"
     code = finding.code if finding.severity == "error" else f"{finding.code} ({finding.severity})"
     if color:
         where = click.style(where, bold=True)
