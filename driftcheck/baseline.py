@@ -41,11 +41,17 @@ class Baseline:
         """Read a baseline written by :func:`write_baseline`."""
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
+            version = data.get("version") if isinstance(data, dict) else None
             keys = Counter(entry["key"] for entry in data["findings"])
         except FileNotFoundError as exc:
             raise BaselineError(f"{path}: baseline file not found") from exc
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise BaselineError(f"{path}: not a driftcheck baseline ({exc})") from exc
+        if version != FORMAT:
+            raise BaselineError(
+                f"{path}: baseline version {json.dumps(version)} is not supported: this "
+                f"driftcheck reads version {FORMAT} (write it again with --write-baseline)"
+            )
         return Baseline(keys)
 
 

@@ -323,3 +323,34 @@ def test_diff_in_text_prints_the_patch(
     result = check_example(runner, tmp_path, monkeypatch, K3_LIKE, "--diff", "--unsafe-fixes")
     assert result.exit_code == 1
     assert result.stdout.startswith(f"--- a/{EXAMPLE_PATH}\n+++ b/{EXAMPLE_PATH}\n")
+
+
+# -- case 8: a baseline of an unknown version ----------------------------------------------------
+def _baseline_of_version(tmp_path: Path, version: object) -> Path:
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(json.dumps({"version": version, "findings": []}) + "\n")
+    return baseline
+
+
+def test_a_baseline_of_an_unknown_version_exits_2_naming_the_file(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    baseline = _baseline_of_version(tmp_path, 99)
+    args = ("--baseline", str(baseline))
+    result = check_example(runner, tmp_path, monkeypatch, K3_LIKE, *args)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"error: {baseline}: baseline version 99 is not supported: this driftcheck reads "
+        "version 1 (write it again with --write-baseline)\n"
+    )
+
+
+def test_a_baseline_of_version_1_is_read(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The negative control: the version ``--write-baseline`` writes is accepted."""
+    baseline = _baseline_of_version(tmp_path, 1)
+    args = ("--baseline", str(baseline))
+    result = check_example(runner, tmp_path, monkeypatch, K3_LIKE, *args)
+    assert result.exit_code == 1
+    assert result.stderr == "Found 1 finding (1 error) in 1 file.\n"
