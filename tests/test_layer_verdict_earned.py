@@ -68,3 +68,90 @@ def test_a_fix_that_keeps_every_included_member_is_confirmed(tree: Path) -> None
     assert unit["verdict"] == "confirmed"
     [configuration] = unit["configurations"]
     assert configuration["included_changed_by_fix"] == {"deepep": 0.0, "mooncake": 0.0, "mori": 0.0}
+
+
+BLOCK = "sglang/srt/models/block_moe.py"
+
+
+def edit(tree: Path, old: str, new: str) -> None:
+    path = tree / BLOCK
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+def run_fixed(tree: Path) -> dict[str, Any]:
+    """The layer report of the site fixed as --fix writes it."""
+    result = check([tree], use_cache=False, select=["DC001"])
+    [finding] = attach_fixes(result, result.findings, "minimal", unsafe=True)
+    [unit] = run_layer(result, [prove(result, finding)], LayerSettings())["units"]
+    return unit
+
+
+def shared_expert_sharded_everywhere(tree: Path, a2a_sum: str) -> None:
+    """The shared expert TP-sharded for every backend; the a2a arms complete its sum with
+    ``a2a_sum`` (a statement over ``shared``), the others with the block's TP reduce."""
+    edit(tree, '"replicated" if self.ep_a2a else "tp"', '"tp"')
+    edit(
+        tree,
+        "        out = self.experts(hidden_states, topk_output) + self.shared_experts(hidden_states)\n",
+        "        shared = self.shared_experts(hidden_states)\n"
+        "        if self.ep_a2a:\n"
+        f"            {a2a_sum}\n"
+        "        out = self.experts(hidden_states, topk_output) + shared\n",
+    )
+    edit(
+        tree,
+        "from sglang.srt.runtime_context import get_parallel\n",
+        "from sglang.srt.runtime_context import get_parallel\n"
+        "from sgl_kernel import custom_all_reduce_inplace, record_sample\n",
+    )
+
+
+def test_a_stand_in_handed_a_tensor_the_block_uses_is_never_a_confirmation(tree: Path) -> None:
+    """An in-place kernel the harness does not provide completes the a2a arms' shared sum:
+    in reality both arms compute the same; the harness must not confirm a difference."""
+    shared_expert_sharded_everywhere(tree, "custom_all_reduce_inplace(shared)")
+    unit = run_fixed(tree)
+    assert unit["verdict"] == "inconclusive"
+    assert unit["verdict_reason"] == (
+        "the block handed a tensor to sgl_kernel.custom_all_reduce_inplace at "
+        f"{BLOCK}:81, which the harness does not provide, and used it again at {BLOCK}:82 "
+        "(deepep arm before the fix): what sgl_kernel.custom_all_reduce_inplace does to it "
+        "is missing from what followed"
+    )
+    run = unit["configurations"][0]["runs"][0]
+    assert run["stand_ins_called"] == [
+        {
+            "name": "sgl_kernel.custom_all_reduce_inplace",
+            "where": f"{BLOCK}:81",
+            "arguments": "tensor[10, 64] float32",
+        }
+    ]
+
+
+def test_a_stand_in_handed_a_tensor_the_block_does_not_use_again_is_recorded(
+    tree: Path,
+) -> None:
+    """The negative control: a copy handed to a recorder is not read again; the verdict is
+    the block's, and the call is in the report."""
+    edit(
+        tree,
+        "        return out\n\n\nclass BlockForCausalLM",
+        "        record_sample(out.clone())\n        return out\n\n\nclass BlockForCausalLM",
+    )
+    edit(
+        tree,
+        "from sglang.srt.runtime_context import get_parallel\n",
+        "from sglang.srt.runtime_context import get_parallel\nfrom sgl_kernel import record_sample\n",
+    )
+    unit = run_fixed(tree)
+    assert unit["verdict"] == "confirmed"
+    run = unit["configurations"][0]["runs"][0]
+    assert run["stand_ins_called"] == [
+        {
+            "name": "sgl_kernel.record_sample",
+            "where": f"{BLOCK}:82",
+            "arguments": "tensor[10, 64] float32",
+        }
+    ]

@@ -18,7 +18,7 @@ import torch
 
 from .pack import VerifyPack
 from .sandbox import Sandbox, module_path
-from .standins import CURRENT, Ledger, StandInUsed, Use
+from .standins import CURRENT, Call, HandedWatch, Ledger, StandInUsed, Use
 from .substitutes import CollectiveMismatch, RunContext, object_value, substitute
 from .trace import LineTrace
 
@@ -60,6 +60,7 @@ class Execution:
     # the block's own failure (a collective over rows that differ across ranks): an outcome
     # to compare, unlike ``error`` (the harness could not run it)
     failure: str | None = None
+    calls: tuple[Call, ...] = ()  # every call of a stand-in, with what was passed to it
 
 
 def model_config(ctx: RunContext) -> ModelConfig:
@@ -169,7 +170,7 @@ def execute(
             try:
                 cls = getattr(sandbox.import_module(module), block)
                 ledger.active = True
-                with trace:
+                with trace, HandedWatch():
                     instance = cls(
                         **_arguments(cls.__init__, dict(pack.block_arguments), ctx, config)
                     )
@@ -177,6 +178,7 @@ def execute(
                         instance.forward, dict(pack.forward_arguments), ctx, config
                     )
                     output = _first_tensor(instance(hidden, **forward))
+                ledger.reads_handed(output, "the block's output")
             except StandInUsed as exc:
                 stand_in = Use(exc.name, exc.use, _relative_where(exc.where, root))
                 error = f"the block used {exc.name} as a {exc.use} at {stand_in.where}"
@@ -201,9 +203,17 @@ def execute(
         stand_in,
         round(time.perf_counter() - started, 4),
         sorted(config.__dict__["_unset"]),
-        tuple(sorted(Use(u.name, u.use, _relative_where(u.where, root)) for u in ledger.uses)),
+        tuple(sorted(_relative_use(u, root) for u in ledger.uses)),
         failure,
+        tuple(
+            sorted(Call(c.name, _relative_where(c.where, root), c.arguments) for c in ledger.calls)
+        ),
     )
+
+
+def _relative_use(use: Use, root: Path) -> Use:
+    then = _relative_where(use.then, root) if ":" in use.then else use.then
+    return Use(use.name, use.use, _relative_where(use.where, root), then)
 
 
 def _relative_where(where: str, root: Path) -> str:

@@ -11,10 +11,16 @@ falsy. Each *use* that lets its arbitrary answer decide something is recorded in
 - ``branch``: its truth value was taken, or it was compared (an ``if``, ``and``/``or``,
   ``==``, ``isinstance``): the code took a path because of the stand-in's answer;
 - ``number``: it was used in arithmetic or as an index, a length, an int or a float;
-- ``tensor``: it reached a torch operation (:class:`StandInUsed` is raised: the run stops).
+- ``tensor``: it reached a torch operation (:class:`StandInUsed` is raised: the run stops);
+- ``handed``: it was called with a tensor that the block went on to use (an in-place kernel or
+  collective the harness does not provide, ``custom_all_reduce_inplace(x)`` and then ``x``):
+  what the runtime would have done to the tensor is missing from every later result. The
+  use's ``where`` is the call, its ``then`` the first later operation that read the tensor
+  (:class:`HandedWatch`, active while the block is built and run).
 
-Attribute reads, calls and passing one on as an argument are not uses: the value decides
-nothing until one of the above happens to it.
+Every call of a stand-in is recorded too (:attr:`Ledger.calls`: its name, line and what was
+passed to it). Attribute reads, and passing a stand-in on as an argument, are not uses: the
+value decides nothing until one of the above happens to it.
 """
 
 from __future__ import annotations
@@ -24,6 +30,9 @@ import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
 
 
 class StandInUsed(Exception):
@@ -41,10 +50,47 @@ class Use:
     name: str
     use: str
     where: str
+    then: str = ""  # ``handed``: where the block used the tensor it handed over
 
     def to_dict(self) -> dict[str, str]:
         """JSON form."""
-        return {"name": self.name, "use": self.use, "where": self.where}
+        found = {"name": self.name, "use": self.use, "where": self.where}
+        return {**found, "then": self.then} if self.then else found
+
+
+@dataclass(frozen=True, order=True)
+class Call:
+    """One call of a stand-in: its name, the tree's line, and what was passed to it."""
+
+    name: str
+    where: str
+    arguments: str
+
+    def to_dict(self) -> dict[str, str]:
+        """JSON form."""
+        return {"name": self.name, "where": self.where, "arguments": self.arguments}
+
+
+def _tensors(value: object, depth: int = 0) -> Iterator[torch.Tensor]:
+    """The tensors in ``value``: itself, or inside its lists, tuples and dicts (three levels)."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif depth < 3 and isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _tensors(item, depth + 1)
+    elif depth < 3 and isinstance(value, dict):
+        for item in value.values():
+            yield from _tensors(item, depth + 1)
+
+
+def _described(value: object) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"tensor{list(value.shape)} {str(value.dtype).removeprefix('torch.')}"
+    if isinstance(value, (list, tuple)) and any(True for _ in _tensors(value)):
+        return f"{type(value).__name__} of {', '.join(_described(v) for v in value)}"
+    if isinstance(value, StandIn):
+        return f"stand-in {value._name}"
+    return type(value).__name__
 
 
 @dataclass
@@ -56,6 +102,10 @@ class Ledger:
     uses: set[Use] = field(default_factory=set)
     substituted: dict[str, int] = field(default_factory=dict)  # name -> calls
     modules: set[str] = field(default_factory=set)
+    calls: set[Call] = field(default_factory=set)
+    # storage pointer -> (the stand-in, where it was called, the tensor: kept alive, so that
+    # its storage is not reused by another tensor during the run)
+    handed: dict[int, tuple[str, str, torch.Tensor]] = field(default_factory=dict)
     # uses count once the block is being built and run (while its modules are imported,
     # annotations and typing's caches compare stand-ins in ways that decide nothing)
     active: bool = False
@@ -79,6 +129,48 @@ class Ledger:
     def called(self, name: str) -> None:
         """Record a call of substitute ``name``."""
         self.substituted[name] = self.substituted.get(name, 0) + 1
+
+    def stand_in_called(self, name: str, args: tuple[object, ...], kwargs: dict[str, Any]) -> None:
+        """Record a call of stand-in ``name`` and what was passed to it; the tensors it
+        received are watched for a later use (:class:`HandedWatch`)."""
+        if not self.active:
+            return
+        where = self.where()
+        shown = [_described(a) for a in args] + [f"{k}={_described(v)}" for k, v in kwargs.items()]
+        self.calls.add(Call(name, where, ", ".join(shown)))
+        for tensor in _tensors([*args, *kwargs.values()]):
+            self.handed.setdefault(_storage(tensor), (name, where, tensor))
+
+    def reads_handed(self, values: object, then: str = "") -> None:
+        """Record a ``handed`` use for each tensor in ``values`` a stand-in received (read
+        at ``then``, or at the tree's line running now)."""
+        for tensor in _tensors(values):
+            found = self.handed.get(_storage(tensor))
+            if found is not None:
+                name, called, _ = found
+                self.uses.add(Use(name, "handed", called, then or self.where()))
+
+
+def _storage(tensor: torch.Tensor) -> int:
+    """The address of ``tensor``'s storage (a view shares its base's)."""
+    try:
+        return int(tensor.untyped_storage().data_ptr())
+    except (RuntimeError, NotImplementedError):  # a tensor without storage (meta, functional)
+        return id(tensor)
+
+
+class HandedWatch(TorchFunctionMode):
+    """While active, every torch operation reading a tensor that a stand-in received is a
+    ``handed`` use of that stand-in (:meth:`Ledger.reads_handed`)."""
+
+    def __torch_function__(
+        self, func: Callable[..., Any], types_: object, args: tuple = (), kwargs: Any = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        current = ledger()
+        if current.handed and current.active:
+            current.reads_handed((*args, *kwargs.values()))
+        return func(*args, **kwargs)
 
 
 # The ledger of the run in progress: stand-ins report here (one run at a time per process).
@@ -126,6 +218,7 @@ class StandIn:
     def __call__(self, *args: object, **kwargs: object) -> Any:
         if len(args) == 1 and not kwargs and isinstance(args[0], (types.FunctionType, type)):
             return args[0]  # a decorator: the function or class is the tree's own code
+        ledger().stand_in_called(self._name, args, kwargs)
         return StandIn(f"{self._name}()")
 
     def __getitem__(self, key: object) -> StandIn:

@@ -64,6 +64,7 @@ class Run:
             "executed_from_tree": self.execution.executed,
             "substituted": sorted(ledger.substituted),
             "stand_ins_used": [u.to_dict() for u in sorted(_relative_uses(self))],
+            "stand_ins_called": [c.to_dict() for c in self.execution.calls],
             "modules_stood_in": len(ledger.modules),
             "config_fields_read_as_none": self.execution.config_unset,
             "error": self.execution.error,
@@ -168,6 +169,14 @@ def _unprovided(runs: list[Run]) -> str | None:
             return f"{execution.error} ({run.arm} arm, {run.phase} the fix)"
         if execution.failure is not None and run.arm == job_reference(runs):
             return f"the reference arm's block fails {run.phase} the fix: {execution.failure}"
+        handed = sorted(u for u in _relative_uses(run) if u.use == "handed")
+        if handed:
+            use = handed[0]
+            return (
+                f"the block handed a tensor to {use.name} at {use.where}, which the harness does "
+                f"not provide, and used it again at {use.then} ({run.arm} arm {run.phase} the "
+                f"fix): what {use.name} does to it is missing from what followed"
+            )
         numbers = sorted(u for u in _relative_uses(run) if u.use == "number")
         if numbers:
             use = numbers[0]
