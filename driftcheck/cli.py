@@ -187,6 +187,12 @@ def _recorded(run: Callable[..., int]) -> Callable[..., None]:
 )
 @config_option
 @click.option(
+    "--respect-gitignore/--no-respect-gitignore",
+    default=None,
+    help="Skip what .gitignore and .ignore files exclude (default: the configuration's "
+    "respect-gitignore, true).",
+)
+@click.option(
     "--baseline",
     "baseline_path",
     type=click.Path(path_type=Path),
@@ -241,6 +247,7 @@ def check_command(  # noqa: C901 - one branch per option of the check command, i
     ignore: str | None,
     extend_select: str | None,
     config_path: Path | None,
+    respect_gitignore: bool | None,
     baseline_path: Path | None,
     write_baseline_path: Path | None,
     no_cache: bool,
@@ -278,6 +285,7 @@ def check_command(  # noqa: C901 - one branch per option of the check command, i
         check,
         list(paths) or [Path(".")],
         config_path=config_path,
+        respect_gitignore=respect_gitignore,
         select=_codes("--select", select),
         ignore=_codes("--ignore", ignore) or (),
         extend_select=_codes("--extend-select", extend_select) or (),

@@ -52,6 +52,7 @@ KNOWN_KEYS = {
     "roles",
     "verify",
     "implementation-words",
+    "respect-gitignore",
 }
 
 FIX_STYLES = ("minimal", "helper")
@@ -140,6 +141,8 @@ class Config:
     # the verifier's table for this codebase (stand-ins, substitutes, arms), validated by
     # :mod:`driftcheck.runtime_verify.pack` when a layer run reads it
     verify: dict[str, Any] = field(default_factory=dict, compare=False)
+    # whether a walk honours .gitignore and .ignore files (ruff's setting and default)
+    respect_gitignore: bool = True
     source: str | None = None
     lines: dict[str, int] = field(default_factory=dict, compare=False)  # key -> line in source
     warnings: tuple[str, ...] = field(default=(), compare=False)
@@ -270,6 +273,12 @@ class _Reader:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise self.error(key, f"{where} {key} must be a list of strings, got {_shown(value)}")
         return tuple(value)
+
+    def boolean(self, where: str, key: str, value: Any) -> bool:
+        """``true`` or ``false``."""
+        if not isinstance(value, bool):
+            raise self.error(key, f"{where} {key} must be true or false, got {_shown(value)}")
+        return value
 
     def choice(self, where: str, key: str, value: Any, choices: tuple[str, ...]) -> str:
         """One of ``choices``."""
@@ -433,6 +442,10 @@ def config_from_table(  # noqa: C901 - one branch per configuration key, each wi
         kwargs["min_overlap"] = value
     if "fix-style" in section:
         kwargs["fix_style"] = read.choice(where, "fix-style", section["fix-style"], FIX_STYLES)
+    if "respect-gitignore" in section:
+        kwargs["respect_gitignore"] = read.boolean(
+            where, "respect-gitignore", section["respect-gitignore"]
+        )
     if "family-implies" in section:
         kwargs["family_implies"] = _family_implies(read, section["family-implies"])
     if "roles" in section:

@@ -214,6 +214,7 @@ def check(
     record_inputs: bool = False,
     progress: Callable[[int, int], None] | None = None,
     judge: bool = True,
+    respect_gitignore: bool | None = None,
 ) -> CheckResult:
     """Run the linter over ``paths`` and return findings and problems (never raises for input;
     with ``judge`` false, the scans without the findings: a caller that judges files itself,
@@ -221,7 +222,8 @@ def check(
 
     ``select``/``ignore``/``extend_select`` are command-line selections (reported as
     ``--select`` etc. when they name no rule); the configuration's own apply beneath them.
-    ``progress(scanned, to_scan)`` is called as files are scanned.
+    ``progress(scanned, to_scan)`` is called as files are scanned. ``respect_gitignore``
+    (``--[no-]respect-gitignore``) replaces the configuration's setting.
     """
     paths = list(paths) or [Path(".")]
     cwd = (cwd or Path.cwd()).resolve()
@@ -233,6 +235,10 @@ def check(
         return result
     if config is not None:
         project = replace(project, config=config)
+    if respect_gitignore is not None:
+        project = replace(
+            project, config=replace(project.config, respect_gitignore=respect_gitignore)
+        )
     try:
         codes = rule_selection(project.config, select, ignore, extend_select)
     except SelectionError as exc:

@@ -13,7 +13,12 @@ configuration and the same name for every file:
    ``python/`` or ``src/`` (SGLang keeps its package in ``python/``, so a bare run from the
    root and a run inside ``python/`` find the same file). The root is the directory holding
    it. A second configuration that a run passes over (the repository root's, when
-   ``python/`` has one too) is named in a warning: keep one per project.
+   ``python/`` has one too) is named in a warning: keep one per project. A configuration
+   anywhere else (``sglang/srt/pyproject.toml``) would govern the runs started below it and
+   not the others, so it is an error naming it (:func:`misplaced`), whatever the invocation:
+   found on the way up from the paths, or by the walk below the root. Outside a repository
+   the outermost configuration above the paths is the project's, and one inside a package
+   (its directory holds ``__init__.py``) is misplaced.
 3. Without configuration: the source root of the modules a pack recognises its tree by (its
    ``[detect] modules``: the directory their dotted path starts from, ``python/`` in an
    SGLang checkout, the wheel's directory for an unpacked wheel), found walking up from the
@@ -61,6 +66,21 @@ class Project:
     repository: Path | None = None
     reason: str = "paths"  # which rule of the module docstring chose the root
     warnings: tuple[str, ...] = field(default=(), compare=False)
+    # configurations passed over on the way up from the paths: each one an error (misplaced)
+    misplaced: tuple[Path, ...] = field(default=(), compare=False)
+
+    def top(self) -> Path:
+        """Where a project's configuration may sit (with its ``python/`` and ``src/``): the
+        repository root, else the project root."""
+        return self.repository or self.root
+
+    def may_configure(self, directory: Path) -> bool:
+        """Whether a configuration in ``directory`` is at the project's top (or is the one
+        this run uses), not below it."""
+        if self.config_file is not None and directory == self.config_file.parent:
+            return True
+        top = self.top()
+        return directory == top or (directory.parent == top and directory.name in SOURCE_DIRS)
 
     def rel(self, path: Path | str) -> str:
         """The canonical path of ``path`` (absolute, or relative to the working directory)."""
@@ -177,16 +197,63 @@ def _walk_up(anchor: Path, repository: Path | None) -> list[Path]:
     return chain
 
 
-def _configs_for(anchor: Path, repository: Path | None) -> list[Path]:
-    """Every configuration a run from ``anchor`` could use, nearest first."""
+def _configs_for(anchor: Path, repository: Path | None) -> tuple[list[Path], list[Path]]:
+    """Every configuration a run from ``anchor`` could use, nearest first, and those it
+    passes over as misplaced: in a repository, any not at its root or its ``python/`` or
+    ``src/``; outside one, any inside a package and any below the outermost."""
     found = [c for d in _walk_up(anchor, repository) if (c := config_in(d)) is not None]
-    if repository is not None:
-        found += [
-            c
-            for d in SOURCE_DIRS
-            if (c := config_in(repository / d)) is not None and c not in found
-        ]
-    return found
+    if repository is None:
+        misplaced = [c for c in found if (c.parent / "__init__.py").is_file()]
+        usable = [c for c in found if c not in misplaced]
+        return usable[-1:], [*misplaced, *usable[:-1]]
+
+    def at_top(config: Path) -> bool:
+        directory = config.parent
+        return directory == repository or (
+            directory.parent == repository and directory.name in SOURCE_DIRS
+        )
+
+    misplaced = [c for c in found if not at_top(c)]
+    found = [c for c in found if at_top(c)]
+    found += [
+        c for d in SOURCE_DIRS if (c := config_in(repository / d)) is not None and c not in found
+    ]
+    return found, misplaced
+
+
+def table_line(path: Path) -> int | None:
+    """The line of a configuration file's ``[tool.driftcheck]`` table (a ``driftcheck.toml``:
+    its first line; None when neither is found)."""
+    if path.name != "pyproject.toml":
+        return 1
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    for number, text in enumerate(lines, 1):
+        stripped = text.strip().replace(" ", "")
+        if stripped.startswith(("[tool.driftcheck", "[[tool.driftcheck", "tool.driftcheck")):
+            return number
+    return None
+
+
+def misplaced(project: Project, path: Path) -> ConfigError:
+    """The error for a configuration below the project's top: it would apply to the runs
+    started below it and not to the others, so it is read by none, and said so."""
+    what = "[tool.driftcheck]" if path.name == "pyproject.toml" else path.name
+    if project.config_file is not None:
+        home = f": {project.show(str(project.config_file))} is this project's"
+        advice = "move its settings there, or delete it"
+    else:
+        where = "the repository root" if project.repository is not None else "the project root"
+        home = f", at {where} or its python/ or src/"
+        advice = "move it there, or delete it"
+    return ConfigError(
+        project.rel(path),
+        f"{what} below the project root is not read (one configuration per project{home}): "
+        f"{advice}",
+        table_line(path),
+    )
 
 
 def _passed_over(configs: list[Path], cwd: Path) -> list[str]:
@@ -279,23 +346,24 @@ def discover_project(
         config = load_config(explicit, packs)
         root, reason = _root_without_config(anchor, repository, config)
         return Project(root, cwd, config, explicit.resolve(), repository, f"--config, {reason}")
-    configs = _configs_for(anchor, repository)
+    configs, passed = _configs_for(anchor, repository)
     found = configs[0] if configs else None
-    warnings = _passed_over(configs, cwd)
+    warnings = tuple(_passed_over(configs, cwd))
+    misplaced = tuple(passed)
     if found is not None:
         config = load_config(found, detect_packs(found.parent, repository, here_only=True)[0])
         return Project(
-            found.parent, cwd, config, found, repository, "configuration", tuple(warnings)
+            found.parent, cwd, config, found, repository, "configuration", warnings, misplaced
         )
     if default is not None:
         root, reason = _root_without_config(anchor, repository, default)
-        return Project(root, cwd, default, None, repository, reason, tuple(warnings))
+        return Project(root, cwd, default, None, repository, reason, warnings, misplaced)
     packs, base = detect_packs(anchor, repository)
     config = default_config(packs)
     if base is not None:
-        return Project(base, cwd, config, None, repository, "pack modules", tuple(warnings))
+        return Project(base, cwd, config, None, repository, "pack modules", warnings, misplaced)
     root, reason = _root_without_config(anchor, repository, config)
-    return Project(root, cwd, config, None, repository, reason, tuple(warnings))
+    return Project(root, cwd, config, None, repository, reason, warnings, misplaced)
 
 
 def _root_without_config(anchor: Path, repository: Path | None, config: Config) -> tuple[Path, str]:

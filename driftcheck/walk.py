@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .files import iter_python_files
 from .model import Problem
-from .project import Project
+from .project import Project, misplaced
 from .replay import stamp_of
 from .workshare import collect_report, fork_reporting, stop
 
@@ -52,7 +52,9 @@ def walk(project: Project, targets: list[Path], whole: bool, record: bool) -> Wa
         walked.named = set(requested.values())
         # the directories given were walked whole: the context is the rest of the root
         done = [t for t in targets if t.is_dir() and not t.is_symlink()]
-        context = iter_python_files(project, [project.root], [], walked.stamps, skip=done)
+        context = iter_python_files(
+            project, [project.root], [], walked.stamps, skip=done, configs=walked.problems
+        )
         found = [
             *sorted(requested.items(), key=lambda item: item[1]),
             *(item for item in context if item[1] not in walked.named),
@@ -65,7 +67,18 @@ def walk(project: Project, targets: list[Path], whole: bool, record: bool) -> Wa
         walked.files.append((path, rel, stamp))
         if walked.stamps is not None:
             walked.stamps[path] = stamp if isinstance(stamp, tuple) else None
+    _misplaced_above(project, walked)
     return walked
+
+
+def _misplaced_above(project: Project, walked: Walked) -> None:
+    """The misplaced configurations the project's discovery passed over on the way up from
+    the paths (those below the root the walk itself met), each reported once."""
+    reported = {problem.path for problem in walked.problems}
+    for path in project.misplaced:
+        error = misplaced(project, path)
+        if error.path not in reported:
+            walked.problems.append(Problem(error.path, error.line, error.message))
 
 
 class WalkAhead:
