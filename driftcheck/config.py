@@ -57,6 +57,7 @@ KNOWN_KEYS = {
 
 FIX_STYLES = ("minimal", "helper")
 SITE_KINDS = ("property", "allowlist", "dispatch")
+POLICY_TABLE = "tool.driftcheck.policies"
 POLICY_KEYS = {"path", "symbol", "allow-missing", "allow-extra", "fix-style", "reason", "kind"}
 GATE_KEYS = {"member", "registry", "register-call"}
 CANONICAL_KEYS = {"predicate", "label"}
@@ -83,6 +84,9 @@ class SitePolicy:
     fix_style: str | None = None
     reason: str = ""
     kind: str | None = None
+    # where it is written: ``policies[N]`` and its table's line in the configuration file
+    where: str = field(default="", compare=False, repr=False)
+    line: int | None = field(default=None, compare=False, repr=False)
 
     def matches(self, path: str, symbol: str) -> bool:
         """Whether this policy applies to a site at ``path`` in ``symbol``."""
@@ -263,6 +267,12 @@ class _Reader:
             if pattern.match(text):
                 return number
         return None
+
+    def table_line(self, header: str, index: int) -> int | None:
+        """The line of the ``index``-th (0-based) ``[[header]]`` table, if written so."""
+        pattern = re.compile(rf"^\s*\[\[\s*{re.escape(header)}\s*\]\]")
+        found = [number for number, text in enumerate(self.lines, 1) if pattern.match(text)]
+        return found[index] if index < len(found) else None
 
     def error(self, key: str, message: str) -> ConfigError:
         """A :class:`ConfigError` for ``key`` located at its line."""
@@ -504,9 +514,19 @@ def _policies(read: _Reader, raw: Any) -> list[SitePolicy]:
     result = []
     for index, entry in enumerate(raw):
         where = f"policies[{index}]"
+        line = read.table_line(POLICY_TABLE, index) or read.line_of("policies")
         if not isinstance(entry, dict) or "path" not in entry:
             raise read.error("policies", f"{where} must be a table with a 'path' key")
         read.unknown(where, entry, POLICY_KEYS)
+        accepts = [key for key in ("allow-missing", "allow-extra") if key in entry]
+        reason = entry.get("reason", "")
+        if accepts and not (isinstance(reason, str) and reason.strip()):
+            raise ConfigError(
+                read.label,
+                f"{where} ({entry['path']}) sets {' and '.join(accepts)} without a reason: "
+                'say why the divergence is accepted (reason = "...")',
+                line,
+            )
         fix_style = entry.get("fix-style")
         if fix_style is not None:
             read.choice(where, "fix-style", fix_style, FIX_STYLES)
@@ -524,8 +544,10 @@ def _policies(read: _Reader, raw: Any) -> list[SitePolicy]:
                     read.strings(where, "allow-extra", entry.get("allow-extra", []))
                 ),
                 fix_style=fix_style,
-                reason=str(entry.get("reason", "")),
+                reason=str(reason),
                 kind=kind,
+                where=where,
+                line=line,
             )
         )
     return result

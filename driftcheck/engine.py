@@ -538,8 +538,20 @@ def judge_scans(
         result.baselined = len(findings) - len(kept)
         findings = kept
     result.findings = sorted(findings, key=lambda f: (f.path, f.span.line, f.span.col, f.code))
+    result.problems.extend(_policy_problems(result))
     result.problems.sort(key=lambda p: (p.path, p.line or 0))
     return result
+
+
+def _policy_problems(result: CheckResult) -> list[Problem]:
+    """Policies that name a member, a file or a symbol the tree does not have."""
+    if not result.config.policies:
+        return []
+    from .policies import policy_problems
+
+    members = {value for universe in result.universes.values() for value in universe.values}
+    files = [*result.scans, *result.deferred]
+    return policy_problems(result.config, result.root, members, files, result.buffers)
 
 
 def _judged(

@@ -354,3 +354,88 @@ def test_a_baseline_of_version_1_is_read(
     result = check_example(runner, tmp_path, monkeypatch, K3_LIKE, *args)
     assert result.exit_code == 1
     assert result.stderr == "Found 1 finding (1 error) in 1 file.\n"
+
+
+# -- case 8: policies that name nothing ----------------------------------------------------------
+KIMI = "sglang/srt/models/kimi_like.py"
+KIMI_PPLX_HELD = (
+    f"{KIMI}:10:9: DC001 _uses_ep_a2a enumerates 3 of 5 DeepEP-family backends; missing "
+    "deepep_v2 (latent), pplx (held back: no same-role site lists it) "
+    "(canonical: is_deepep_class_backend)"
+)
+
+
+def check_with_policy(runner: CliRunner, tree: Path, monkeypatch: pytest.MonkeyPatch, policy: str):
+    """``driftcheck --no-cache kimi_like.py`` from ``tree`` with one policy configured."""
+    (tree / "pyproject.toml").write_text(
+        f"[tool.driftcheck]\n\n[[tool.driftcheck.policies]]\n{policy}"
+    )
+    monkeypatch.chdir(tree)
+    return runner.invoke(main, ["--no-cache", KIMI], catch_exceptions=False)
+
+
+def test_a_policy_accepting_a_divergence_without_a_reason_exits_2(
+    runner: CliRunner, sglang_like: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    policy = f'path = "{KIMI}"\nsymbol = "_uses_ep_a2a"\nallow-missing = ["pplx"]\n'
+    result = check_with_policy(runner, sglang_like, monkeypatch, policy)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"pyproject.toml:3: error: policies[0] ({KIMI}) sets allow-missing without a reason: "
+        'say why the divergence is accepted (reason = "...")\n'
+    )
+
+
+def test_a_policy_naming_a_member_of_no_universe_exits_2(
+    runner: CliRunner, sglang_like: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    policy = f'path = "{KIMI}"\nallow-missing = ["ppxl"]\nreason = "not validated"\n'
+    result = check_with_policy(runner, sglang_like, monkeypatch, policy)
+    assert (result.exit_code, result.stdout) == (2, KIMI_PPLX_HELD + "\n")
+    assert result.stderr == (
+        f"pyproject.toml:3: error: policies[0] ({KIMI}) allow-missing names ppxl, not a member "
+        "of the universe (did you mean pplx?)\n"
+        "Found 1 finding (1 error) in 1 file.\n"
+    )
+
+
+def test_a_policy_whose_symbol_names_nothing_in_its_path_exits_2(
+    runner: CliRunner, sglang_like: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    policy = f'path = "{KIMI}"\nsymbol = "_uses_ep_a2"\nfix-style = "helper"\n'
+    result = check_with_policy(runner, sglang_like, monkeypatch, policy)
+    assert (result.exit_code, result.stdout) == (2, KIMI_PPLX_HELD + "\n")
+    assert result.stderr == (
+        f"pyproject.toml:3: error: policies[0] symbol _uses_ep_a2 names no function or class "
+        f"in {KIMI} (did you mean _uses_ep_a2a?)\n"
+        "Found 1 finding (1 error) in 1 file.\n"
+    )
+
+
+def test_a_policy_whose_path_names_no_file_exits_2(
+    runner: CliRunner, sglang_like: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    policy = 'path = "sglang/srt/models/kimi.py"\nfix-style = "helper"\n'
+    result = check_with_policy(runner, sglang_like, monkeypatch, policy)
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[0] == (
+        f"pyproject.toml:3: error: policies[0] path sglang/srt/models/kimi.py names no file "
+        f"under {sglang_like.resolve()}"
+    )
+
+
+def test_a_policy_that_names_what_the_tree_has_applies(
+    runner: CliRunner, sglang_like: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The negative control: member, symbol and reason in order, the policy accepts pplx."""
+    policy = (
+        f'path = "{KIMI}"\nsymbol = "_uses_ep_a2a"\nallow-missing = ["pplx"]\n'
+        'reason = "not validated on K3"\n'
+    )
+    result = check_with_policy(runner, sglang_like, monkeypatch, policy)
+    assert result.exit_code == 0
+    assert result.stdout == (
+        f"{KIMI}:10:9: DC001 (warning) _uses_ep_a2a enumerates 3 of 5 DeepEP-family backends; "
+        "missing deepep_v2 (latent) (canonical: is_deepep_class_backend)\n"
+    )
+    assert result.stderr == "Found 1 finding (1 warning) in 1 file.\n"
