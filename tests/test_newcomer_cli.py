@@ -439,3 +439,55 @@ def test_a_policy_that_names_what_the_tree_has_applies(
         "missing deepep_v2 (latent) (canonical: is_deepep_class_backend)\n"
     )
     assert result.stderr == "Found 1 finding (1 warning) in 1 file.\n"
+
+
+# -- case 8: DC005's fix beside locals() ---------------------------------------------------------
+def dc005_diff(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: str, after: str
+) -> str:
+    """``driftcheck --select DC005 --diff`` of a function whose chain repeats the helper."""
+    snippet = (
+        f"def uses_ep_a2a():\n{before}"
+        "    b = get_moe_a2a_backend()\n"
+        "    ep = is_deepep_class_backend() or b.is_deepep_v2()\n"
+        f"{after}"
+    )
+    result = check_example(runner, tmp_path, monkeypatch, snippet, "--select", "DC005", "--diff")
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ("", "    return locals()\n"),
+        ("", "    return vars()\n"),
+        ("", '    return eval("b")\n'),
+        ("    global b\n", "    return ep\n"),
+    ],
+    ids=["locals", "vars", "eval", "global"],
+)
+def test_dc005_fix_keeps_the_assignment_a_namespace_read_may_use(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: str, after: str
+) -> None:
+    diff = dc005_diff(runner, tmp_path, monkeypatch, before, after)
+    assert diff.splitlines()[5:] == [
+        "     b = get_moe_a2a_backend()",
+        "-    ep = is_deepep_class_backend() or b.is_deepep_v2()",
+        "+    ep = is_deepep_class_backend()",
+        f" {after.rstrip()}",
+    ]
+
+
+def test_dc005_fix_deletes_the_assignment_it_made_unused(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The negative control: with nothing reading the namespace the receiver goes."""
+    diff = dc005_diff(runner, tmp_path, monkeypatch, "", "    return ep\n")
+    assert diff.splitlines()[5:] == [
+        " def uses_ep_a2a():",
+        "-    b = get_moe_a2a_backend()",
+        "-    ep = is_deepep_class_backend() or b.is_deepep_v2()",
+        "+    ep = is_deepep_class_backend()",
+        "     return ep",
+    ]

@@ -3,7 +3,9 @@
 ``_a2a_backend = get_moe_a2a_backend()`` goes when every use of ``_a2a_backend`` in the
 function was an operand the rewrites of this file delete. Only a statement alone on its
 lines, assigned once, with no comment on its lines, is removed; otherwise it stays (it is
-harmless, and the comment is not ours to drop).
+harmless, and the comment is not ours to drop). It also stays in a function that reads its
+names other than by name (``locals()``, ``vars()``, ``dir()``, ``eval``, ``exec``) or declares
+the receiver ``global`` or ``nonlocal``: there the assignment is not provably unused.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def unused_receiver_edits(
             continue
         for receiver in sorted(rewrite.receivers):
             statement = _sole_getter_assignment(ctx, function, receiver)
-            if statement is None or id(statement) in done:
+            if statement is None or id(statement) in done or _escapes(function, receiver):
                 continue
             uses = [
                 ctx.range_of(n)
@@ -49,6 +51,24 @@ def unused_receiver_edits(
                 done.add(id(statement))
                 carriers.setdefault(position, []).append(edit)
     return carriers
+
+
+# builtins through which a function reads its local names without naming them (with no
+# arguments for locals/vars/dir; eval and exec read the caller's frame by default)
+NAMESPACE_READERS = {"locals": 0, "vars": 0, "dir": 0, "eval": None, "exec": None}
+
+
+def _escapes(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    """Whether ``name``'s binding in ``function`` may be read other than by a ``Name`` load:
+    the function reads its namespace (``locals()``...) or declares ``name`` global/nonlocal."""
+    for node in ast.walk(function):
+        if isinstance(node, ast.Global | ast.Nonlocal) and name in node.names:
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            arity = NAMESPACE_READERS.get(node.func.id, -1)
+            if arity is None or arity == len(node.args) + len(node.keywords):
+                return True
+    return False
 
 
 def _sole_getter_assignment(
