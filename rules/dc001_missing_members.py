@@ -229,7 +229,13 @@ return is_deepep_class_backend() or b.is_megamoe() or b.is_ascend_fuseep()
             ),
             expected_fix=_a2a_block(
                 "Block",
-                "b.is_deepep() or b.is_deepep_v2() or b.is_mooncake() or b.is_mori() or b.is_pplx()",
+                "(\n"
+                "            b.is_deepep()\n"
+                "            or b.is_deepep_v2()\n"
+                "            or b.is_mooncake()\n"
+                "            or b.is_mori()\n"
+                "            or b.is_pplx()\n"
+                "        )",
             ),
             note="a same-role site (another file's _use_a2a) lists mori: safe; "
             "deepep_v2 and pplx no same-role site lists: held back",
@@ -247,7 +253,13 @@ return is_deepep_class_backend() or b.is_megamoe() or b.is_ascend_fuseep()
             missing=("deepep_v2", "mori", "pplx"),
             expected_fix="class Block:\n"
             "    def __init__(self):\n"
-            "        self._a2a = get_moe_a2a_backend().is_deepep() or get_moe_a2a_backend().is_deepep_v2() or get_moe_a2a_backend().is_mooncake() or get_moe_a2a_backend().is_mori() or get_moe_a2a_backend().is_pplx()\n\n"
+            "        self._a2a = (\n"
+            "            get_moe_a2a_backend().is_deepep()\n"
+            "            or get_moe_a2a_backend().is_deepep_v2()\n"
+            "            or get_moe_a2a_backend().is_mooncake()\n"
+            "            or get_moe_a2a_backend().is_mori()\n"
+            "            or get_moe_a2a_backend().is_pplx()\n"
+            "        )\n\n"
             "    def forward(self, x):\n"
             "        return -x if self._a2a else x\n",
         ),
@@ -258,7 +270,13 @@ return is_deepep_class_backend() or b.is_megamoe() or b.is_ascend_fuseep()
             "    return -x\n",
             missing=("deepep_v2", "mooncake", "pplx"),
             expected_fix="def forward(x):\n"
-            "    if not (get_moe_a2a_backend().is_deepep() or get_moe_a2a_backend().is_deepep_v2() or get_moe_a2a_backend().is_mooncake() or get_moe_a2a_backend().is_mori() or get_moe_a2a_backend().is_pplx()):\n"
+            "    if not (\n"
+            "        get_moe_a2a_backend().is_deepep()\n"
+            "        or get_moe_a2a_backend().is_deepep_v2()\n"
+            "        or get_moe_a2a_backend().is_mooncake()\n"
+            "        or get_moe_a2a_backend().is_mori()\n"
+            "        or get_moe_a2a_backend().is_pplx()\n"
+            "    ):\n"
             "        return x\n"
             "    return -x\n",
         ),
@@ -271,7 +289,14 @@ return is_deepep_class_backend() or b.is_megamoe() or b.is_ascend_fuseep()
             missing=("deepep_v2", "mori", "pplx"),
             expected_fix="def forward(x):\n"
             "    b = get_moe_a2a_backend()\n"
-            "    if not b.is_deepep() and not b.is_deepep_v2() and not b.is_mooncake() and not b.is_mori() and not b.is_pplx() and not b.is_ascend_fuseep():\n"
+            "    if (\n"
+            "        not b.is_deepep()\n"
+            "        and not b.is_deepep_v2()\n"
+            "        and not b.is_mooncake()\n"
+            "        and not b.is_mori()\n"
+            "        and not b.is_pplx()\n"
+            "        and not b.is_ascend_fuseep()\n"
+            "    ):\n"
             "        return x\n"
             "    return -x\n",
         ),

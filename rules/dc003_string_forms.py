@@ -91,7 +91,13 @@ usually run on server arguments, before the runtime backend the helper reads is 
             "def spans() -> bool:\n"
             "    return get_moe_a2a_backend() in _A2A\n",
             missing=("deepep_v2", "pplx"),
-            expected_fix="_A2A = (MoeA2ABackend.DEEPEP, MoeA2ABackend.DEEPEP_V2, MoeA2ABackend.MOONCAKE, MoeA2ABackend.MORI, MoeA2ABackend.PPLX)\n\n\n"
+            expected_fix="_A2A = (\n"
+            "    MoeA2ABackend.DEEPEP,\n"
+            "    MoeA2ABackend.DEEPEP_V2,\n"
+            "    MoeA2ABackend.MOONCAKE,\n"
+            "    MoeA2ABackend.MORI,\n"
+            "    MoeA2ABackend.PPLX,\n"
+            ")\n\n\n"
             "def spans() -> bool:\n"
             "    return get_moe_a2a_backend() in _A2A\n",
             note="a constant holding enum members",
@@ -118,7 +124,13 @@ usually run on server arguments, before the runtime backend the helper reads is 
             '    return server_args.moe_a2a_backend in ("deepep", "mooncake", "mori")\n',
             missing=("deepep_v2", "pplx"),
             expected_fix="def uses_a2a(server_args) -> bool:\n"
-            '    return server_args.moe_a2a_backend in ("deepep", "deepep_v2", "mooncake", "mori", "pplx")\n',
+            "    return server_args.moe_a2a_backend in (\n"
+            '        "deepep",\n'
+            '        "deepep_v2",\n'
+            '        "mooncake",\n'
+            '        "mori",\n'
+            '        "pplx",\n'
+            "    )\n",
         ),
         Example(
             "def uses_a2a() -> bool:\n"
@@ -127,7 +139,13 @@ usually run on server arguments, before the runtime backend the helper reads is 
             missing=("deepep_v2", "mooncake", "pplx"),
             expected_fix="def uses_a2a() -> bool:\n"
             "    b = get_moe_a2a_backend()\n"
-            "    return b in (MoeA2ABackend.DEEPEP, MoeA2ABackend.DEEPEP_V2, MoeA2ABackend.MOONCAKE, MoeA2ABackend.MORI, MoeA2ABackend.PPLX)\n",
+            "    return b in (\n"
+            "        MoeA2ABackend.DEEPEP,\n"
+            "        MoeA2ABackend.DEEPEP_V2,\n"
+            "        MoeA2ABackend.MOONCAKE,\n"
+            "        MoeA2ABackend.MORI,\n"
+            "        MoeA2ABackend.PPLX,\n"
+            "    )\n",
         ),
         Example(
             '_A2A_BACKENDS = frozenset({"deepep", "mooncake", "mori", "pplx"})\n\n\n'
@@ -144,9 +162,13 @@ usually run on server arguments, before the runtime backend the helper reads is 
             '    return cfg.moe_a2a_backend == "deepep" or cfg.moe_a2a_backend == "mori"\n',
             missing=("deepep_v2", "mooncake", "pplx"),
             expected_fix="def uses_a2a(cfg) -> bool:\n"
-            '    return cfg.moe_a2a_backend == "deepep" or cfg.moe_a2a_backend == "deepep_v2" or '
-            'cfg.moe_a2a_backend == "mooncake" or cfg.moe_a2a_backend == "mori" or '
-            'cfg.moe_a2a_backend == "pplx"\n',
+            "    return (\n"
+            '        cfg.moe_a2a_backend == "deepep"\n'
+            '        or cfg.moe_a2a_backend == "deepep_v2"\n'
+            '        or cfg.moe_a2a_backend == "mooncake"\n'
+            '        or cfg.moe_a2a_backend == "mori"\n'
+            '        or cfg.moe_a2a_backend == "pplx"\n'
+            "    )\n",
         ),
     ]
 

@@ -28,12 +28,15 @@ IMPORT = "from sglang.srt.layers.moe.utils import get_moe_a2a_backend\n\n\n"
 DRIFTING = (
     "def f():\n    return get_moe_a2a_backend().is_deepep() or get_moe_a2a_backend().is_mori()\n"
 )
-FIXED = (
-    "def f():\n"
-    "    return get_moe_a2a_backend().is_deepep() or get_moe_a2a_backend().is_deepep_v2() or "
-    "get_moe_a2a_backend().is_mooncake() or get_moe_a2a_backend().is_mori() or "
-    "get_moe_a2a_backend().is_pplx()\n"
+# past 88 columns: laid out as ruff format and black lay it out
+FIXED_CHAIN = (
+    "get_moe_a2a_backend().is_deepep()\n"
+    "        or get_moe_a2a_backend().is_deepep_v2()\n"
+    "        or get_moe_a2a_backend().is_mooncake()\n"
+    "        or get_moe_a2a_backend().is_mori()\n"
+    "        or get_moe_a2a_backend().is_pplx()"
 )
+FIXED = f"def f():\n    return (\n        {FIXED_CHAIN}\n    )\n"
 
 # what a note adds under --unsafe-fixes: the example's members, which no same-role site lists
 UNSAFE = "; unsafe: deepep_v2, mooncake, pplx (no same-role site lists them)"
@@ -89,7 +92,7 @@ def test_dry_run_computes_the_diff_and_writes_nothing(tmp_path: Path) -> None:
     )
     assert (root / EXAMPLE).read_text() == IMPORT + DRIFTING
     assert outcome.written == []
-    assert outcome.diff_text.startswith(f"--- a/{EXAMPLE}\n+++ b/{EXAMPLE}\n@@ -2,4 +2,4 @@\n")
+    assert outcome.diff_text.startswith(f"--- a/{EXAMPLE}\n+++ b/{EXAMPLE}\n@@ -2,4 +2,10 @@\n")
     assert outcome.notes == [
         f"{EXAMPLE}:5: would fix DC001 (minimal): False -> True for deepep_v2, mooncake, pplx"
         + UNSAFE
@@ -113,9 +116,22 @@ def test_nested_enumeration_is_fixed_outer_first_then_inner_on_the_next_run(tmp_
     ]
     again = check([root / EXAMPLE], use_cache=False)
     apply_fixes(again, attach_fixes(again, again.findings, "minimal", unsafe=True), write=True)
-    assert (root / EXAMPLE).read_text().splitlines()[-1] == (
-        "    return b.is_deepep() or b.is_deepep_v2() or b.is_mooncake() or b.is_mori() or b.is_pplx() "
-        "or g(b.is_deepep() or b.is_deepep_v2() or b.is_mooncake() or b.is_mori() or b.is_pplx())"
+    text = (root / EXAMPLE).read_text()
+    assert text.endswith(
+        "    return (\n"
+        "        b.is_deepep()\n"
+        "        or b.is_deepep_v2()\n"
+        "        or b.is_mooncake()\n"
+        "        or b.is_mori()\n"
+        "        or b.is_pplx()\n"
+        "        or g(\n"
+        "            b.is_deepep()\n"
+        "            or b.is_deepep_v2()\n"
+        "            or b.is_mooncake()\n"
+        "            or b.is_mori()\n"
+        "            or b.is_pplx()\n"
+        "        )\n"
+        "    )\n"
     )
 
 
@@ -256,12 +272,12 @@ def test_cli_diff_prints_only_the_patch_on_stdout_and_the_flips_on_stderr(
     assert result.stdout == (
         f"--- a/{EXAMPLE}\n"
         f"+++ b/{EXAMPLE}\n"
-        "@@ -2,4 +2,4 @@\n"
+        "@@ -2,4 +2,10 @@\n"
         " \n"
         " \n"
         " def f():\n"
         "-    return get_moe_a2a_backend().is_deepep() or get_moe_a2a_backend().is_mori()\n"
-        f"+{FIXED.splitlines()[1]}\n"
+        + "".join(f"+{line}\n" for line in FIXED.splitlines()[1:])
     )
     assert (
         f"{EXAMPLE}:5: would fix DC001 (minimal): False -> True for deepep_v2, mooncake, pplx"
@@ -279,7 +295,7 @@ def test_cli_json_carries_the_fix_object(tmp_path: Path, runner: CliRunner) -> N
     (finding,) = json.loads(result.stdout)["findings"]
     assert finding["fix"] == {
         "style": "minimal",
-        "replacement": FIXED.splitlines()[1][len("    return ") :],
+        "replacement": f"(\n        {FIXED_CHAIN}\n    )",
         "flips": ["deepep_v2", "mooncake", "pplx"],
         "held_back": [],
         "members": [

@@ -81,7 +81,13 @@ def test_minimal_inline_or_chain_in_assignment(tmp_path: Path) -> None:
     assert result.text == (
         "def f():\n"
         "    b = get_moe_a2a_backend()\n"
-        "    uses = b.is_deepep() or b.is_deepep_v2() or b.is_mooncake() or b.is_mori() or b.is_pplx()\n"
+        "    uses = (\n"
+        "        b.is_deepep()\n"
+        "        or b.is_deepep_v2()\n"
+        "        or b.is_mooncake()\n"
+        "        or b.is_mori()\n"
+        "        or b.is_pplx()\n"
+        "    )\n"
         "    return uses\n"
     )
     assert result.notes == [
@@ -130,9 +136,14 @@ def test_minimal_member_without_a_present_predecessor_goes_before_the_first_fami
     )
     assert result.text == (
         "def f(x):\n"
-        "    if get_moe_a2a_backend().is_megamoe() or get_moe_a2a_backend().is_deepep() or "
-        "get_moe_a2a_backend().is_deepep_v2() or get_moe_a2a_backend().is_mooncake() or "
-        "get_moe_a2a_backend().is_mori() or get_moe_a2a_backend().is_pplx():\n"
+        "    if (\n"
+        "        get_moe_a2a_backend().is_megamoe()\n"
+        "        or get_moe_a2a_backend().is_deepep()\n"
+        "        or get_moe_a2a_backend().is_deepep_v2()\n"
+        "        or get_moe_a2a_backend().is_mooncake()\n"
+        "        or get_moe_a2a_backend().is_mori()\n"
+        "        or get_moe_a2a_backend().is_pplx()\n"
+        "    ):\n"
         "        return x\n"
     )
 
@@ -233,7 +244,14 @@ def test_minimal_other_terms_inside_the_chain_stay_in_place(tmp_path: Path) -> N
     assert result.text == (
         "def f(flag):\n"
         "    b = get_moe_a2a_backend()\n"
-        "    return flag or b.is_deepep() or b.is_deepep_v2() or b.is_mooncake() or b.is_mori() or b.is_pplx()\n"
+        "    return (\n"
+        "        flag\n"
+        "        or b.is_deepep()\n"
+        "        or b.is_deepep_v2()\n"
+        "        or b.is_mooncake()\n"
+        "        or b.is_mori()\n"
+        "        or b.is_pplx()\n"
+        "    )\n"
     )
     assert result.notes == [
         note(3, "fixed DC001 (minimal): False -> True for deepep_v2, mooncake, pplx")
@@ -395,7 +413,13 @@ def test_minimal_string_list(tmp_path: Path) -> None:
     )
     assert result.text == (
         "def f(server_args):\n"
-        '    return server_args.moe_a2a_backend in ["deepep", "deepep_v2", "mooncake", "mori", "pplx"]\n'
+        "    return server_args.moe_a2a_backend in [\n"
+        '        "deepep",\n'
+        '        "deepep_v2",\n'
+        '        "mooncake",\n'
+        '        "mori",\n'
+        '        "pplx",\n'
+        "    ]\n"
     )
 
 
@@ -407,7 +431,9 @@ def test_minimal_string_set_in_frozenset_call(tmp_path: Path) -> None:
     )
     assert result.text == (
         "def f(server_args):\n"
-        '    return server_args.moe_a2a_backend in frozenset({"deepep", "deepep_v2", "mooncake", "mori", "pplx"})\n'
+        "    return server_args.moe_a2a_backend in frozenset(\n"
+        '        {"deepep", "deepep_v2", "mooncake", "mori", "pplx"}\n'
+        "    )\n"
     )
 
 
@@ -440,8 +466,13 @@ def test_minimal_eq_chain(tmp_path: Path) -> None:
     )
     assert result.text == (
         "def f(cfg) -> bool:\n"
-        "    return cfg.moe_a2a_backend == 'deepep' or cfg.moe_a2a_backend == 'deepep_v2' or "
-        "cfg.moe_a2a_backend == 'mooncake' or cfg.moe_a2a_backend == 'mori' or cfg.moe_a2a_backend == 'pplx'\n"
+        "    return (\n"
+        "        cfg.moe_a2a_backend == 'deepep'\n"
+        "        or cfg.moe_a2a_backend == 'deepep_v2'\n"
+        "        or cfg.moe_a2a_backend == 'mooncake'\n"
+        "        or cfg.moe_a2a_backend == 'mori'\n"
+        "        or cfg.moe_a2a_backend == 'pplx'\n"
+        "    )\n"
     )
 
 
@@ -453,8 +484,13 @@ def test_minimal_ne_chain(tmp_path: Path) -> None:
     )
     assert result.text == (
         "def runs_locally(cfg) -> bool:\n"
-        "    return cfg.moe_a2a_backend != 'deepep' and cfg.moe_a2a_backend != 'deepep_v2' and "
-        "cfg.moe_a2a_backend != 'mooncake' and cfg.moe_a2a_backend != 'mori' and cfg.moe_a2a_backend != 'pplx'\n"
+        "    return (\n"
+        "        cfg.moe_a2a_backend != 'deepep'\n"
+        "        and cfg.moe_a2a_backend != 'deepep_v2'\n"
+        "        and cfg.moe_a2a_backend != 'mooncake'\n"
+        "        and cfg.moe_a2a_backend != 'mori'\n"
+        "        and cfg.moe_a2a_backend != 'pplx'\n"
+        "    )\n"
     )
     assert result.notes == [note(2, "fixed DC003 (minimal): True -> False for deepep_v2, pplx")]
 
@@ -696,7 +732,11 @@ def test_helper_import_is_merged_inline(tmp_path: Path) -> None:
         header=header,
     )
     assert result.text == (
-        "from sglang.srt.layers.moe.utils import MoeA2ABackend, get_moe_a2a_backend, is_deepep_class_backend\n\n\n"
+        "from sglang.srt.layers.moe.utils import (\n"
+        "    MoeA2ABackend,\n"
+        "    get_moe_a2a_backend,\n"
+        "    is_deepep_class_backend,\n"
+        ")\n\n\n"
         "def f():\n    return is_deepep_class_backend()\n"
     )
 
@@ -1031,9 +1071,13 @@ def test_several_sites_in_one_file_are_fixed_in_one_pass(tmp_path: Path) -> None
     )
     assert result.text == (
         "def f():\n"
-        "    return get_moe_a2a_backend().is_deepep() or get_moe_a2a_backend().is_deepep_v2() or "
-        "get_moe_a2a_backend().is_mooncake() or get_moe_a2a_backend().is_mori() or "
-        "get_moe_a2a_backend().is_pplx()\n"
+        "    return (\n"
+        "        get_moe_a2a_backend().is_deepep()\n"
+        "        or get_moe_a2a_backend().is_deepep_v2()\n"
+        "        or get_moe_a2a_backend().is_mooncake()\n"
+        "        or get_moe_a2a_backend().is_mori()\n"
+        "        or get_moe_a2a_backend().is_pplx()\n"
+        "    )\n"
         "\n"
         "\n"
         "def g(cfg):\n"
@@ -1092,9 +1136,13 @@ def test_helper_import_goes_last_in_an_unsorted_import_list(tmp_path: Path) -> N
         style="helper",
         header=header,
     )
-    assert result.text.splitlines()[0] == (
-        "from sglang.srt.layers.moe.utils import get_moe_a2a_backend, MoeA2ABackend, is_deepep_class_backend"
-    )
+    assert result.text.splitlines()[:5] == [
+        "from sglang.srt.layers.moe.utils import (",
+        "    get_moe_a2a_backend,",
+        "    MoeA2ABackend,",
+        "    is_deepep_class_backend,",
+        ")",
+    ]
 
 
 def test_helper_is_refused_where_the_module_is_only_imported_inside_functions(

@@ -31,6 +31,7 @@ from .flips import Change, FlipError, compute_change
 from .fragment import FragmentError
 from .held import applied_note, held_back_members, held_back_of, held_fix, not_applied_note
 from .imports import import_edit, import_statement
+from .layout import lay_out
 from .plan import FileContext, HeldBack, Refusal, Replacement, Rewrite, SiteJob
 from .text import LineIndex, SourceFile, read_source, source_of
 from .unused import unused_receiver_edits
@@ -325,10 +326,11 @@ def _checked_change(ctx: FileContext, job: SiteJob, rewrite: Rewrite) -> Change:
 def _as_fix(ctx: FileContext, job: SiteJob, rewrite: Rewrite, change: Change) -> Fix:
     """The planned rewrite in the model's terms (``ast`` spans), with what it leaves out."""
     index = ctx.index
+    primary = rewrite.primary
     return Fix(
         style=rewrite.style,  # type: ignore[arg-type]
-        span=index.span_of(rewrite.primary.start, rewrite.primary.end),
-        replacement=rewrite.primary.text,
+        span=index.span_of(primary.start, primary.end),
+        replacement=lay_out(ctx.source.text, primary.start, primary.end, primary.text, ctx.layout),
         flips=change.flips,
         import_line=rewrite.import_line,
         change=change.describe(),

@@ -98,11 +98,39 @@ def _merge(ctx: FileContext, stmt: ast.ImportFrom, name: str) -> Replacement:
             comma = last_end + tail.index(",") + 1
             return Replacement(comma, comma, f"{newline}{indent}{name},")
         return Replacement(last_end, last_end, f",{newline}{indent}{name}")
+    wrapped = _wrapped(ctx, stmt, position, name)
+    if wrapped is not None:
+        return wrapped
     if position < len(names):
         at = ranges[position][0]
         return Replacement(at, at, f"{name}, ")
     last_end = ranges[-1][1]
     return Replacement(last_end, last_end, f", {name}")
+
+
+def _wrapped(
+    ctx: FileContext, stmt: ast.ImportFrom, position: int, name: str
+) -> Replacement | None:
+    """A one-line import that the new name makes too long for the project's formatter,
+    rewritten as ruff format and black write it: parenthesised, one name per line, with a
+    trailing comma. None when the line still fits (or the statement has a comment)."""
+    text = ctx.source.text
+    start, end = ctx.range_of(stmt)
+    if stmt.lineno != stmt.end_lineno or "#" in text[start:end]:
+        return None
+    line_start = ctx.index.offset(stmt.lineno, 0)
+    names = [ast.get_source_segment(text, a) or a.name for a in stmt.names]
+    names.insert(position, name)
+    inline = text[line_start:end].rstrip().removesuffix(")")
+    if len(inline) + len(name) + 2 <= ctx.layout.line_length:
+        return None
+    first = ctx.range_of(stmt.names[0])[0]
+    opening = text.rfind("(", start, first)
+    at = opening if opening != -1 else first
+    indent = text[line_start:start] + " " * ctx.layout.indent_width
+    newline = ctx.index.newline()
+    body = "".join(f"{newline}{indent}{n}," for n in names)
+    return Replacement(at, end, f"({body}{newline}{text[line_start:start]})")
 
 
 def _new_statement(ctx: FileContext, module: str, name: str) -> Replacement:

@@ -16,6 +16,7 @@ from pathlib import Path
 from driftcheck.interpret import Scope
 from driftcheck.model import Family, Finding, Site, Universe
 
+from .layout import Settings, formatter_settings
 from .text import LineIndex, SourceFile
 
 
@@ -73,6 +74,11 @@ class FileContext:
     def index(self) -> LineIndex:
         """Positions in the file text."""
         return LineIndex(self.source.text)
+
+    @cached_property
+    def layout(self) -> Settings:
+        """The line length and indent width of the formatter configuration over the file."""
+        return formatter_settings(self.root / self.rel)
 
     @cached_property
     def tree(self) -> ast.Module:
