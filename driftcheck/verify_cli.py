@@ -219,8 +219,6 @@ def verify_command(
         raise click.UsageError("--report-md needs --layer")
     if dispatcher != "model":
         _check_deep_ep_usage(layer, device, shape)
-    if layer:
-        _check_layer_requirements(device)
     result = _checked(paths, config_path, select, no_cache)
     candidates = _family_findings(result, fix_style, unsafe_fixes)
     _check_sites_match(candidates, sites)
@@ -351,6 +349,7 @@ def _run_layer(
             err=True,
         )
         sys.exit(2)
+    _check_layer_requirements(settings.device)
     from .runtime_verify.layer.deep_ep_module import DeepEPUnavailable
 
     try:
