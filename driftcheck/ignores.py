@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 GITIGNORE = ".gitignore"
 DOT_IGNORE = ".ignore"
@@ -37,6 +37,8 @@ class Pattern:
     negated: bool
     dir_only: bool
     anywhere: bool  # no ``/`` before its end: it matches an entry's name at any depth
+    source: str  # its expression (over the entry's name when ``anywhere``, else its path)
+    glob: str  # the glob itself (a literal one is screened by a set, ``*.ext`` by suffix)
 
 
 def _glob_regex(glob: str) -> str:
@@ -96,16 +98,70 @@ def parse_line(line: str) -> Pattern | None:
         return None
     anywhere = "/" not in line
     line = line.lstrip("/")
+    expression = _glob_regex(line)
     try:
-        regex = re.compile(_glob_regex(line), re.DOTALL)
+        regex = re.compile(expression, re.DOTALL)
     except re.error:
         return None  # git skips a pattern it cannot read; so does the walk
-    return Pattern(regex, negated, dir_only, anywhere)
+    return Pattern(regex, negated, dir_only, anywhere, f"(?:{expression})", line)
 
 
 def parse(text: str) -> tuple[Pattern, ...]:
     """Every pattern of an ignore file's text, in order."""
     return tuple(p for line in text.splitlines() if (p := parse_line(line)) is not None)
+
+
+GLOB_CHARS = frozenset("*?[\\")
+
+
+@dataclass(frozen=True)
+class Screen:
+    """What any of a level's patterns matches, told quickly: most entries match no line, and
+    a set lookup, a suffix test and at most two expressions say so (a literal name such as
+    ``__pycache__`` or ``*.so`` costs no expression at all)."""
+
+    names: frozenset[str]
+    suffixes: tuple[str, ...]
+    by_name: re.Pattern[str] | None
+    paths: frozenset[str]
+    by_path: re.Pattern[str] | None
+
+    @staticmethod
+    def of(patterns: tuple[Pattern, ...]) -> Screen:
+        """The screen of ``patterns``."""
+        names, suffixes, paths = set(), [], set()
+        named, pathed = [], []
+        for pattern in patterns:
+            literal = GLOB_CHARS.isdisjoint(pattern.glob)
+            tail = pattern.glob[1:]
+            if pattern.anywhere and literal:
+                names.add(pattern.glob)
+            elif pattern.anywhere and pattern.glob[0] == "*" and GLOB_CHARS.isdisjoint(tail):
+                suffixes.append(tail)
+            elif pattern.anywhere:
+                named.append(pattern)
+            elif literal:
+                paths.add(pattern.glob)
+            else:
+                pathed.append(pattern)
+        return Screen(
+            frozenset(names), tuple(suffixes), _joined(named), frozenset(paths), _joined(pathed)
+        )
+
+    def matches(self, rel: str, name: str) -> bool:
+        """Whether some pattern matches the entry ``name`` at ``rel``."""
+        return (
+            name in self.names
+            or name.endswith(self.suffixes)
+            or rel in self.paths
+            or (self.by_name is not None and self.by_name.fullmatch(name) is not None)
+            or (self.by_path is not None and self.by_path.fullmatch(rel) is not None)
+        )
+
+
+def _joined(patterns: list[Pattern]) -> re.Pattern[str] | None:
+    """One expression matching what any of ``patterns`` matches."""
+    return re.compile("|".join(p.source for p in patterns), re.DOTALL) if patterns else None
 
 
 @dataclass(frozen=True)
@@ -114,10 +170,17 @@ class Level:
 
     base: str
     patterns: tuple[Pattern, ...]
+    screens: tuple[Screen, Screen] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        files = tuple(p for p in self.patterns if not p.dir_only)
+        object.__setattr__(self, "screens", (Screen.of(files), Screen.of(self.patterns)))
 
     def decide(self, path: str, name: str, is_dir: bool) -> bool | None:
         """True: ``path`` is ignored here; False: re-included (``!``); None: no line matches."""
         rel = path[len(self.base) :].replace(os.sep, "/")
+        if not self.screens[is_dir].matches(rel, name):
+            return None
         for pattern in reversed(self.patterns):
             if pattern.dir_only and not is_dir:
                 continue

@@ -13,13 +13,14 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
 
 from driftcheck.cli import main
-from driftcheck.ignores import parse_line
+from driftcheck.ignores import Level, parse, parse_line
 from driftcheck.project import discover_project
 from driftcheck.walk import walk
 
@@ -268,8 +269,6 @@ PATTERNS_TREE = {
 def walked_files(root: Path, respect: bool = True) -> list[str]:
     project = discover_project([root], cwd=root)
     if not respect:
-        from dataclasses import replace
-
         project = replace(project, config=replace(project.config, respect_gitignore=False))
     return [rel for _, rel, _ in walk(project, [root], whole=True, record=False).files]
 
@@ -310,19 +309,26 @@ def test_nested_gitignores_negation_anchors_directory_only_patterns_and_double_s
         ("[ab].py", "b.py", False, True),
         ("[!ab].py", "b.py", False, None),
         ("# comment", "# comment", False, None),
+        ("*", "x/y", False, True),
+        ("doc/frotz", "doc/frotz", True, True),  # a slash inside: anchored
+        ("doc/frotz", "a/doc/frotz", True, None),
     ],
 )
 def test_one_ignore_line_matches_as_git_reads_it(
     line: str, path: str, is_dir: bool, ignored: bool | None
 ) -> None:
-    from driftcheck.ignores import Level
-
     pattern = parse_line(line)
     if pattern is None:
         assert ignored is None
         return
     level = Level("/r/", (pattern,))
     assert level.decide("/r/" + path, path.rsplit("/", 1)[-1], is_dir) is ignored
+
+
+def test_the_last_matching_line_of_one_file_wins() -> None:
+    level = Level("/r/", parse("*.py\n!keep*.py\nkeep_not.py\n"))
+    decided = [level.decide(f"/r/{n}", n, False) for n in ("a.py", "keep.py", "keep_not.py", "a.c")]
+    assert decided == [True, False, True, None]
 
 
 def test_an_edited_gitignore_is_not_answered_from_the_previous_runs_record(
