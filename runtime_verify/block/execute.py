@@ -17,9 +17,10 @@ from typing import Any
 import torch
 
 from .pack import VerifyPack
+from .parameters import default_dtype, draw_own_parameters
 from .sandbox import Sandbox, module_path
 from .standins import CURRENT, Call, HandedWatch, Ledger, StandInUsed, Use
-from .substitutes import CollectiveMismatch, RunContext, object_value, substitute
+from .substitutes import CollectiveMismatch, RunContext, SubstituteModule, object_value, substitute
 from .trace import LineTrace
 
 
@@ -61,6 +62,8 @@ class Execution:
     # to compare, unlike ``error`` (the harness could not run it)
     failure: str | None = None
     calls: tuple[Call, ...] = ()  # every call of a stand-in, with what was passed to it
+    # the tree's own parameters, drawn from the seed (:mod:`.parameters`)
+    parameters_drawn: list[dict[str, Any]] = field(default_factory=list)
 
 
 def model_config(ctx: RunContext) -> ModelConfig:
@@ -162,10 +165,11 @@ def execute(
     error: str | None = None
     failure: str | None = None
     stand_in: Use | None = None
+    drawn: list[dict[str, Any]] = []
     started = time.perf_counter()
     config = model_config(ctx)
     try:
-        with sandbox, torch.device(ctx.device), torch.no_grad():
+        with sandbox, torch.device(ctx.device), default_dtype(ctx.dtype), torch.no_grad():
             ctx.member_source = lambda: sandbox.import_module(ctx.enum_module)
             try:
                 cls = getattr(sandbox.import_module(module), block)
@@ -174,6 +178,8 @@ def execute(
                     instance = cls(
                         **_arguments(cls.__init__, dict(pack.block_arguments), ctx, config)
                     )
+                    if isinstance(instance, torch.nn.Module):
+                        drawn = draw_own_parameters(instance, ctx.seed, (SubstituteModule,))
                     forward = _arguments(
                         instance.forward, dict(pack.forward_arguments), ctx, config
                     )
@@ -208,6 +214,7 @@ def execute(
         tuple(
             sorted(Call(c.name, _relative_where(c.where, root), c.arguments) for c in ledger.calls)
         ),
+        drawn,
     )
 
 

@@ -233,7 +233,7 @@ def _weight(ctx: RunContext, prefix: str, rows: int, cols: int) -> torch.Tensor:
     return (values / math.sqrt(cols)).to(ctx.dtype)
 
 
-class _Module(nn.Module):
+class SubstituteModule(nn.Module):
     """A substitute module: once built, attributes it does not have are stand-ins, as the
     runtime's are (while it is built they are missing, so that nn.Module can register)."""
 
@@ -290,7 +290,7 @@ def _linear_group(ctx: RunContext, kwargs: dict[str, Any]) -> tuple[int, int, Gr
 def linear_class(ctx: RunContext, kind: str) -> type[nn.Module]:
     """The substitute of a linear layer of ``kind`` (replicated, column, merged-column, row)."""
 
-    class Linear(_Module):
+    class Linear(SubstituteModule):
         def __init__(
             self,
             input_size: int,
@@ -342,7 +342,7 @@ def linear_class(ctx: RunContext, kind: str) -> type[nn.Module]:
 def rms_norm_class(ctx: RunContext) -> type[nn.Module]:
     """RMSNorm over the last dimension (weight one), with the runtime's residual form."""
 
-    class RMSNorm(_Module):
+    class RMSNorm(SubstituteModule):
         def __init__(self, hidden_size: int, eps: float = 1e-6, *args: Any, **kwargs: Any) -> None:
             super().__init__()
             self.weight = nn.Parameter(
@@ -365,7 +365,7 @@ def rms_norm_class(ctx: RunContext) -> type[nn.Module]:
     return RMSNorm
 
 
-class SiluAndMul(_Module):
+class SiluAndMul(SubstituteModule):
     """``silu(x[..., :d]) * x[..., d:]``."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -380,7 +380,7 @@ class SiluAndMul(_Module):
 def router_gate_class(ctx: RunContext) -> type[nn.Module]:
     """A gate linear to float32 logits over the experts, with a zero score-correction bias."""
 
-    class RouterGate(_Module):
+    class RouterGate(SubstituteModule):
         def __init__(self, config: Any = None, *args: Any, **kwargs: Any) -> None:
             super().__init__()
             experts = field_of(ctx, "router-gate", config, "experts") or ctx.shape.experts
@@ -410,7 +410,7 @@ def topk_class(ctx: RunContext) -> type[nn.Module]:
     """The top-k of the scores (softmax or sigmoid), chosen with the correction bias if any,
     renormalised when asked."""
 
-    class TopK(_Module):
+    class TopK(SubstituteModule):
         def __init__(self, top_k: int, *args: Any, **kwargs: Any) -> None:
             super().__init__()
             self.top_k = top_k
@@ -492,7 +492,7 @@ class ExpertBank:
 def experts_class(ctx: RunContext) -> type[nn.Module]:
     """The routed experts of a block, behind the dispatcher of the arm's member."""
 
-    class Experts(_Module):
+    class Experts(SubstituteModule):
         should_fuse_routed_scaling_factor_in_topk = False
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:

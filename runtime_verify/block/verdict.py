@@ -67,6 +67,7 @@ class Run:
             "stand_ins_called": [c.to_dict() for c in self.execution.calls],
             "modules_stood_in": len(ledger.modules),
             "config_fields_read_as_none": self.execution.config_unset,
+            "tree_parameters_drawn": self.execution.parameters_drawn,
             "error": self.execution.error,
             "seconds": self.execution.seconds,
             "output_sha256": digest(self.output) if self.output is not None else None,
