@@ -10,8 +10,12 @@ Runs, and reports from their own output:
 * the bad-input table (``tests/test_bad_input.py``): each case with the exit code and the exact
   lines driftcheck printed, recorded by the tests themselves in the JUnit report;
 * the never-run-linted-code tests over ``fixtures/hostile`` and the kept regressions;
-* the load benchmark (``benchmarks/bench_load.py``: SGLang 0.5.23 copied 10 times), unless
-  ``--skip-load``.
+* issue 31's cases, as a newcomer hit them: every ``tests/test_newcomer_*.py`` (a glob: a new
+  file is picked up) and the tests of the cases kept elsewhere (``NEWCOMER_ELSEWHERE``), each
+  test listed under its case (``ISSUE_31``, by name), a case no test ran for said so;
+* the load benchmark (``benchmarks/bench_load.py``: SGLang 0.5.23 copied 10 times) and the
+  site-shape benchmark (``benchmarks/bench_shapes.py``: issue 31's case 5, every site shape at
+  1k, 2k and 4k sites in one file), unless ``--skip-load``.
 
 Exit code 1 when a test failed or the load run reported a failure (the document is still
 written, saying so).
@@ -181,6 +185,80 @@ def evidence_table(cases: list[Case]) -> list[str]:
     return lines
 
 
+# issue 31's cases: (number, what must be true, a pattern of the names of the tests that show
+# it); a test is listed under the first case whose pattern finds its name
+ISSUE_31 = (
+    (
+        "1",
+        "a `[tool.driftcheck]` table below the root is an error naming it",
+        r"nested_table|nested_pyproject|nested_driftcheck|table_inside",
+    ),
+    (
+        "2",
+        "suppressions are read past a syntax error, which is reported",
+        r"syntax_error|tokenizer_error|unclosed_bracket|suppression_inside_a_string|"
+        r"not_parsed_whole",
+    ),
+    (
+        "3",
+        "a suppression is stale only when every rule it applies to ran",
+        r"stale|did_not_run|needed_by_a_full_run",
+    ),
+    (
+        "4",
+        "`.gitignore` and `.ignore` are honoured",
+        r"gitignore|ignore_line|info_exclude|ignored|last_matching_line",
+    ),
+    ("5", "linear time for every site shape", r"linear|quadratic|shape"),
+    ("6", "`verify` fails what it did not check", r"verify_site|verify_layer_on_cuda"),
+    (
+        "7",
+        "install advice that works from this repository",
+        r"install_advice|pre_commit_snippets|missing_package|without_its_extra",
+    ),
+    ("8a", "columns count characters", r"column"),
+    ("8b", "`--diff` counts what remains as `--fix` does", r"diff_counts_what_remains"),
+    ("8c", "`--diff` with a machine-readable format exits 2", r"diff_with_a_machine|diff_in_text"),
+    ("8d", "a baseline of another version exits 2", r"baseline_of"),
+    ("8e", "a policy without a reason or naming nothing exits 2", r"policy"),
+    ("8f", "a file behind a symlinked alias is reported once", r"symlink"),
+    ("8g", "DC005's fix keeps an assignment `locals()` may read", r"dc005"),
+    ("8h", "the language server shows a broken configuration", r"language_server|lsp|editor"),
+    ("9", "the tests that need torch are a tier of their own", r"torch_tier|without_torch"),
+)
+# tests of issue 31's cases kept beside the code they test, outside tests/test_newcomer_*.py
+NEWCOMER_ELSEWHERE = (
+    "tests/test_fix_applicability.py::test_diff_counts_what_remains_as_the_same_fix_does",
+)
+
+
+def newcomer_paths() -> list[str]:
+    """``tests/test_newcomer_*.py`` and the tests elsewhere that still exist."""
+    paths = [str(p.relative_to(REPO)) for p in sorted((REPO / "tests").glob("test_newcomer_*.py"))]
+    for node in NEWCOMER_ELSEWHERE:
+        path, _, name = node.partition("::")
+        if (REPO / path).is_file() and f"def {name}(" in (REPO / path).read_text():
+            paths.append(node)
+    return paths
+
+
+def issue_31_table(cases: list[Case]) -> list[str]:
+    """One row per case of issue 31: its tests' outcomes; then the tests no case claims."""
+    lines = ["| case | what must be true | tests | result |", "| --- | --- | --- | --- |"]
+    claimed: set[int] = set()
+    for number, what, pattern in ISSUE_31:
+        mine = [i for i, c in enumerate(cases) if i not in claimed and re.search(pattern, c.name)]
+        claimed.update(mine)
+        outcomes = collections.Counter(cases[i].outcome for i in mine)
+        result = ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items())) or "**no test ran**"
+        lines.append(f"| {number} | {what} | {len(mine)} | {result} |")
+    others = [c for i, c in enumerate(cases) if i not in claimed]
+    if others:
+        lines += ["", f"Tests no case's pattern names ({len(others)}):", ""]
+        lines += [f"- {c.module}: {title(c.name)}: {c.outcome}" for c in others]
+    return lines
+
+
 def simple_table(cases: list[Case]) -> list[str]:
     """One row per case: its name and result."""
     lines = ["| test | result |", "| --- | --- |"]
@@ -270,6 +348,7 @@ def main() -> int:
             ("bad", ["tests/test_bad_input.py"]),
             ("hostile", ["tests/test_never_runs_linted_code.py"]),
             ("regressions", ["tests/regressions"]),
+            ("newcomer", newcomer_paths()),
         ):
             basetemp = work / f"t-{label}"
             junit = work / f"{label}.xml"
@@ -283,7 +362,18 @@ def main() -> int:
             else []
         )
         load_text = "not run this time (`--skip-load`)."
+        shapes_text = load_text
         if not args.skip_load:
+            shapes = subprocess.run(
+                [sys.executable, str(REPO / "benchmarks/bench_shapes.py"),
+                 "--sizes", "1000,2000,4000", "--runs", "1", "--large", "0"],
+                cwd=REPO, capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            shapes_text = "```\n" + shapes.stdout.strip() + "\n```"
+            if shapes.returncode != 0:
+                failed = True
+                shapes_text += "\n\n```\n" + shapes.stderr[-3000:] + "\n```"
+            print(f"shapes: exit {shapes.returncode}", file=sys.stderr)
             proc = subprocess.run(
                 [sys.executable, str(REPO / "benchmarks/bench_load.py")],
                 cwd=REPO, capture_output=True, text=True, check=False,
@@ -307,7 +397,8 @@ def main() -> int:
         "crash on input, never lose a byte they were not asked to change, and never run linted code.",
         "",
         f"Summary: properties {count('properties')}; bad input {count('bad')}; never runs linted "
-        f"code {count('hostile')}; regressions {count('regressions')}.",
+        f"code {count('hostile')}; regressions {count('regressions')}; issue 31 "
+        f"{count('newcomer')}.",
         "",
     ]
     lines += property_section(
@@ -342,6 +433,19 @@ def main() -> int:
         "",
         *simple_table(runs["regressions"][2]),
         "",
+        "## Issue 31: every case a newcomer hit",
+        "",
+        "Each `tests/test_newcomer_*.py` and the tests of issue 31 kept elsewhere, listed under the",
+        "case they show (by test name); every test asserts the exact output. Case 5's figures are",
+        "the site-shape benchmark's, below the table.",
+        "",
+        *issue_31_table(runs["newcomer"][2]),
+        "",
+        "`benchmarks/bench_shapes.py --sizes 1000,2000,4000 --runs 1 --large 0` (each shape's time",
+        "as its sites double: linear time is about 2.0x):",
+        "",
+        shapes_text,
+        "",
         "## Load",
         "",
         "`benchmarks/bench_load.py`: SGLang 0.5.23 copied 10 times side by side (hard links), checked,",
@@ -354,7 +458,7 @@ def main() -> int:
         "",
         STATIC,
     ]
-    for label in ("bad", "hostile", "regressions"):
+    for label in ("bad", "hostile", "regressions", "newcomer"):
         if runs[label][0] != 0:
             lines += [f"## Failing run: {label}", "", "```", runs[label][1].strip(), "```", ""]
     DOC.write_text("\n".join(lines).rstrip() + "\n")

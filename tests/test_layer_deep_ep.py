@@ -156,6 +156,7 @@ def test_fewer_gpus_than_ranks_is_refused() -> None:
         check_gpus(2, 1)
 
 
+@pytest.mark.torch
 def test_preflight_names_every_reason_at_once() -> None:
     torch = pytest.importorskip("torch")
     if torch.cuda.device_count() >= 2:
@@ -332,6 +333,7 @@ def test_the_legacy_handle_gives_each_received_rows_source() -> None:
     assert _legacy_sources(handle, 0).tolist() == [[0, 0], [0, 4], [1, 1], [1, 2], [1, 3]]
 
 
+@pytest.mark.torch
 def test_the_real_buffers_are_those_of_the_legacy_and_elastic_kinds() -> None:
     pytest.importorskip("torch")
     from driftcheck.runtime_verify.layer.deep_ep_dispatchers import (

@@ -8,6 +8,7 @@ DC005's fix beside ``locals()``.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import shutil
@@ -492,3 +493,54 @@ def test_dc005_fix_deletes_the_assignment_it_made_unused(
         "+    ep = is_deepep_class_backend()",
         "     return ep",
     ]
+
+
+# -- case 9: the tests that need torch are a tier of their own -----------------------------------
+def _skips_without_torch(node: ast.AST) -> bool:
+    """Whether ``node`` holds ``pytest.importorskip("torch")`` or ``import torch``."""
+    for inner in ast.walk(node):
+        if (
+            isinstance(inner, ast.Call)
+            and ast.unparse(inner.func).endswith("importorskip")
+            and [ast.literal_eval(a) for a in inner.args[:1]] == ["torch"]
+        ):
+            return True
+        if isinstance(inner, ast.Import) and any(a.name == "torch" for a in inner.names):
+            return True
+    return False
+
+
+def _marked_torch(decorators: list[ast.expr]) -> bool:
+    return any("mark.torch" in ast.unparse(d) for d in decorators)
+
+
+def test_every_test_needing_torch_is_in_the_torch_tier() -> None:
+    """``pytest -m "not torch"`` runs every other test on a machine without torch: a module
+    that skips without torch is marked ``torch`` as a whole, a test function that does so
+    carries the marker itself (the run on a venv without torch: the README's command)."""
+    unmarked = []
+    needing = 0
+    for path in sorted((REPO / "tests").rglob("test_*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        module_marked = any(
+            isinstance(s, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in s.targets)
+            and "mark.torch" in ast.unparse(s.value)
+            for s in tree.body
+        )
+        top = [s for s in tree.body if not isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)]
+        if any(_skips_without_torch(s) for s in top):
+            needing += 1
+            if not module_marked:
+                unmarked.append(path.name)
+        tests = [
+            f
+            for f in ast.walk(tree)
+            if isinstance(f, ast.FunctionDef) and f.name.startswith("test_")
+        ]
+        for function in filter(_skips_without_torch, tests):
+            needing += 1
+            if not (module_marked or _marked_torch(function.decorator_list)):
+                unmarked.append(f"{path.name}::{function.name}")
+    assert unmarked == []
+    assert needing >= 10  # the layer tests are found: the check is not vacuous
