@@ -23,6 +23,7 @@ import bisect
 import functools
 import itertools
 import re
+from collections.abc import Callable
 
 from .linesearch import LinePattern
 
@@ -34,6 +35,29 @@ Added = list[tuple[ast.stmt, ast.ClassDef | None]]
 TOP_LEVEL_CODE = LinePattern(r"[^\s#)\]}'\"@]")
 
 
+class _Module(ast.Module):
+    """The module's tree, whose ``body`` is put together again from its parsed pieces when it
+    is next read after a piece joined (:meth:`PartialModule.parse_lines`): rebuilt on each
+    join, a file of 69,250 sites (each reached through a function of its own, parsed when a
+    question needs it) rebuilt a list of 140,000 statements 69,250 times. A reader holding
+    the list read before keeps it, as it kept the list a join replaced."""
+
+    _pending: Callable[[], list[ast.stmt]] | None = None
+
+    @property  # type: ignore[override]
+    def body(self) -> list[ast.stmt]:
+        """The module's statements, those of every piece parsed so far."""
+        if self._pending is not None:
+            assemble, self._pending = self._pending, None
+            self.__dict__["body"] = assemble()
+        return self.__dict__["body"]  # type: ignore[no-any-return]
+
+    @body.setter
+    def body(self, statements: list[ast.stmt]) -> None:
+        self._pending = None
+        self.__dict__["body"] = statements
+
+
 class PartialModule:
     """A module of which only some top-level pieces are parsed (``tree.body`` grows)."""
 
@@ -42,8 +66,9 @@ class PartialModule:
     ) -> None:
         self.source = source
         self.path = path
-        self.tree = ast.Module(body=[], type_ignores=[])
+        self.tree = _Module(body=[], type_ignores=[])
         self._pieces: list[tuple[int, int, bool]] = []  # (first line, last line, definition)
+        self._firsts: list[int] = []  # each piece's first line, to find a line's piece
         self._parsed: set[int] = set()
         self._bodies: dict[int, list[ast.stmt]] = {}
         # a class piece parsed without some of its methods: piece -> (class node, unparsed
@@ -73,6 +98,7 @@ class PartialModule:
         # the same module object: the site finder and its questions hold it
         self.tree.body = ast.parse(self.source, filename=self.path).body
         self._pieces = [(1, max(1, self.source.count("\n") + 1), False)]
+        self._firsts = [1]
         self._parsed = {0}
         self._bodies = {0: self.tree.body}
 
@@ -101,6 +127,7 @@ class PartialModule:
             end = (starts[index + 1][0] - 1) if index + 1 < len(starts) else total
             pieces.extend(self._split_tail(start, header, end))
         self._pieces = pieces
+        self._firsts = [first for first, _, _ in pieces]
         return True
 
     def _split_tail(self, first: int, header: int, last: int) -> list[tuple[int, int, bool]]:
@@ -201,8 +228,9 @@ class PartialModule:
         bounded = []
         for index, (low, _) in enumerate(ranges):
             high = ranges[index + 1][0] - 1 if index + 1 < len(ranges) else last
-            later = [e for e in ends if low < e <= high]
-            bounded.append((low, (later[0] - 1) if later else high))
+            later = bisect.bisect_right(ends, low)  # the first statement after the method
+            stop = ends[later] if later < len(ends) else high + 1
+            bounded.append((low, stop - 1 if stop <= high else high))
         cold = []
         for low, high in bounded:
             position = bisect.bisect_left(hot, low)
@@ -219,29 +247,47 @@ class PartialModule:
         return last, 0
 
     def _assemble(self) -> None:
-        self.tree.body = [stmt for index in sorted(self._bodies) for stmt in self._bodies[index]]
+        self.tree.body = self._statements()
+
+    def _statements(self) -> list[ast.stmt]:
+        return [stmt for index in sorted(self._bodies) for stmt in self._bodies[index]]
+
+    def _holding(self, lines: set[int] | list[int]) -> dict[int, list[int]]:
+        """The pieces holding ``lines``, in file order, each with its lines."""
+        found: dict[int, list[int]] = {}
+        for line in lines:
+            index = bisect.bisect_right(self._firsts, line) - 1
+            if index >= 0 and line <= self._pieces[index][1]:
+                found.setdefault(index, []).append(line)
+        return {index: found[index] for index in sorted(found)}
 
     def parse_lines(self, lines: set[int] | list[int]) -> Added:
         """Parse the pieces (and the methods of partly parsed classes) holding ``lines``; the
         statements that joined the tree, each with the class it joined (None: the module;
-        every statement when the file had to be parsed whole). Empty when nothing grew."""
-        added = self._grow_classes(lines)
-        for index, (first, last, _) in enumerate(self._pieces):
+        every statement when the file had to be parsed whole). Empty when nothing grew.
+        Pieces are found by bisection, and ``tree.body`` is put together when next read: a
+        call costs time in its lines, not in the file's pieces."""
+        holding = self._holding(lines)
+        added = self._grow_classes(holding)
+        for index in holding:
             if index in self._parsed:
                 continue
-            if any(first <= line <= last for line in lines):
-                if not self._parse(index):
-                    self._whole()
-                    return [(stmt, None) for stmt in self.tree.body]
-                added.extend((stmt, None) for stmt in self._bodies[index])
+            if not self._parse(index):
+                self._whole()
+                return [(stmt, None) for stmt in self.tree.body]
+            added.extend((stmt, None) for stmt in self._bodies[index])
         if added:
-            self._assemble()
+            self.tree._pending = self._statements
         return added
 
-    def _grow_classes(self, lines: set[int] | list[int]) -> Added:
-        """Parse the skipped methods holding ``lines`` into their (already parsed) class."""
+    def _grow_classes(self, holding: dict[int, list[int]]) -> Added:
+        """Parse the skipped methods holding lines into their (already parsed) class
+        (``holding``: the pieces holding the lines, each with its lines)."""
         grown: Added = []
-        for index, (cls, skipped) in self._partial_classes.items():
+        for index, lines in holding.items():
+            if index not in self._partial_classes:
+                continue
+            cls, skipped = self._partial_classes[index]
             wanted = [r for r in skipped if any(r[0] <= line <= r[1] for line in lines)]
             if not wanted:
                 continue
@@ -344,11 +390,15 @@ def _within_statements(cls: ast.stmt | None, spans: list[tuple[int, int]]) -> li
     """The line ``spans`` that start inside a statement of class ``cls``'s body."""
     if not isinstance(cls, ast.ClassDef):
         return []
-    return [
-        span
-        for span in spans
-        if any(s.lineno < span[0] <= (s.end_lineno or s.lineno) for s in cls.body)
-    ]
+    # the body's statements follow one another: a line is inside one only if it is inside
+    # the last one starting above it (found by bisection, not by trying each)
+    body = cls.body
+    inside = []
+    for span in spans:
+        above = bisect.bisect_left(body, span[0], key=lambda s: s.lineno) - 1
+        if above >= 0 and span[0] <= (body[above].end_lineno or body[above].lineno):
+            inside.append(span)
+    return inside
 
 
 CLASS_LINE = re.compile(r"^class\b", re.MULTILINE)

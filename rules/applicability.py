@@ -26,6 +26,7 @@ converges in one pass.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -64,6 +65,9 @@ held back it applies only with `--unsafe-fixes`. Every fix states the backends i
 those flips."""
 
 
+Where = tuple[str, int]  # a site's path and line
+
+
 @dataclass(frozen=True)
 class RoleSite:
     """A site as same-role evidence: where it is and the members it accepts where live."""
@@ -73,6 +77,11 @@ class RoleSite:
     symbol: str
     universe: str
     members: frozenset[str]
+
+    @property
+    def at(self) -> Where:
+        """Its path and line."""
+        return (self.path, self.line)
 
     def where(self) -> str:
         """``glm4_moe.py:515 (Glm4MoeSparseMoeBlock.__init__)``."""
@@ -89,16 +98,32 @@ def role_key(site: Site) -> str | None:
 
 
 class SameRoleSites:
-    """Every property site of a run by the role it plays, built once per run by the judge."""
+    """Every property site of a run by the role it plays, built once per run by the judge.
+
+    Also indexed by role, universe and member, with where they are: what a site's
+    :func:`assess` needs (how many others list a member, and the first) is then read in time
+    independent of how many sites play its role (8,000 generated sites feeding one keyword
+    each compared themselves with the 7,999 others)."""
 
     def __init__(self, run: RunIndex, latent: Mapping[str, Mapping[str, str]]) -> None:
         self.by_role: dict[str, list[RoleSite]] = {}
         self.run = run
         self.latent = latent
+        # (role, universe, member) -> the sites listing it, in path order, and how many at
+        # each (path, line); (role, universe) -> every (path, line)
+        self._listing: dict[tuple[str, str, str], tuple[list[RoleSite], Counter[Where]]] = {}
+        self._where: dict[tuple[str, str], set[Where]] = {}
         for site in (site for _, scan in sorted(run.scans.items()) for site in scan.sites):
             key = role_key(site)
             if key is not None:
-                self.by_role.setdefault(key, []).append(self.as_evidence(site))
+                evidence = self.as_evidence(site)
+                self.by_role.setdefault(key, []).append(evidence)
+                self._where.setdefault((key, site.universe), set()).add(evidence.at)
+                for member in evidence.members:
+                    listed = (key, site.universe, member)
+                    found, counts = self._listing.setdefault(listed, ([], Counter()))
+                    found.append(evidence)
+                    counts[evidence.at] += 1
 
     def as_evidence(self, site: Site) -> RoleSite:
         """``site`` as same-role evidence: the members it accepts where they are live (a rule
@@ -107,6 +132,34 @@ class SameRoleSites:
         gated = set(self.latent.get(site.path, {}))
         members = covered_members(site, self.run.universe_of(site)) - gated
         return RoleSite(site.path, site.span.line, site.symbol, site.universe, members)
+
+    def more(self, site: Site, also: tuple[Site, ...]) -> list[RoleSite]:
+        """``also`` as evidence, less those where a site playing ``site``'s role is
+        already (other than at ``site``'s own line)."""
+        key = role_key(site)
+        where = self._where.get((key, site.universe), set()) if key is not None else set()
+        own = (site.path, site.span.line)
+        extra = [self.as_evidence(s) for s in also]
+        return [s for s in extra if s.at == own or s.at not in where]
+
+    def listing(
+        self, site: Site, member: str, extra: list[RoleSite]
+    ) -> tuple[int, RoleSite | None]:
+        """How many other sites playing ``site``'s role list ``member`` (those of
+        :meth:`of`, then ``extra``), and the first of them."""
+        key = role_key(site)
+        own = (site.path, site.span.line)
+        found, counts = (
+            self._listing.get((key, site.universe, member), ([], Counter()))
+            if key is not None
+            else ([], Counter())
+        )
+        count = len(found) - counts[own]
+        first = next((s for s in found if s.at != own), None) if count else None
+        more = [s for s in extra if member in s.members]
+        if first is None and more:
+            first = more[0]
+        return count + len(more), first
 
     def of(self, site: Site) -> tuple[RoleSite, ...]:
         """The other sites playing ``site``'s role, in path order."""
@@ -129,20 +182,19 @@ def assess(
     """Each of ``missing``'s applicability, with the evidence it rests on; ``also`` are more
     sites playing ``site``'s role, by the rule's own evidence (sibling files of its package
     that compute the same value)."""
-    same_role = judgement.same_role.of(site) if judgement.same_role is not None else ()
-    if also and judgement.same_role is not None:
-        seen = {(s.path, s.line) for s in same_role}
-        extra = [judgement.same_role.as_evidence(s) for s in also]
-        same_role = (*same_role, *(s for s in extra if (s.path, s.line) not in seen))
+    same_role = judgement.same_role
+    extra = same_role.more(site, also) if also and same_role is not None else []
     verdicts: list[Applicability] = []
     for member in missing:
         if member in judgement.latent:
             verdicts.append(Applicability(member, True, judgement.latent[member]))
             continue
-        listing = [s for s in same_role if member in s.members]
-        if len(listing) >= MIN_SAME_ROLE_SITES:
-            more = f" and {len(listing) - 1} more" if len(listing) > 1 else ""
-            reason = f"same-role site {listing[0].where()}{more} lists it"
+        count, first = (
+            same_role.listing(site, member, extra) if same_role is not None else (0, None)
+        )
+        if count >= MIN_SAME_ROLE_SITES and first is not None:
+            more = f" and {count - 1} more" if count > 1 else ""
+            reason = f"same-role site {first.where()}{more} lists it"
             verdicts.append(Applicability(member, True, reason))
         else:
             verdicts.append(Applicability(member, False, HELD_BACK))

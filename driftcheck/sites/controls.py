@@ -28,9 +28,7 @@ forward switch...) mark the reaches that are one (``operation``); a call of one 
 module's own functions or methods is followed one level further, and the role operations
 made inside it are recorded (``how="inside"``: ``self._reduce_shared(x)`` makes
 ``tensor_model_parallel_all_reduce``). Nothing is matched by a name pattern: a logging helper
-called ``all_gather_into_logging_buffer`` is an operation only if the pack says so, and a call
-that resolves to the module's own code is that code, whatever it is called
-(:mod:`.callees`: ``self.stats.combine(x)`` on the module's own ``Stats`` is no combine).
+called ``all_gather_into_logging_buffer`` is an operation only if the pack says so.
 
 Also the *comment* that states what the value is for: the comment lines just above the
 statement and those on its lines, and the enclosing function's docstring; and the *refusal*:
@@ -42,16 +40,13 @@ ValueError("... requires a CUDA-alike platform")``), and on which of its values.
 from __future__ import annotations
 
 import ast
-import bisect
-import itertools
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..linesearch import at_word_starts
 from ..model import Reach, Role
-from .callees import Callees
+from .mentions import Mentions
 from .names import terminal_name
 from .receivers import child_statements
 
@@ -73,6 +68,8 @@ COMMENT = re.compile(rb"#(.*)$")
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 Operations = Mapping[str, str]  # reach key -> the pack's role operation it is
+# a question about a name's mentions: (kind, name, owner, first line, last line, depth)
+Asked = tuple[str, str, str, int, int, int]
 
 
 def _key(name: str | None) -> str | None:
@@ -310,8 +307,9 @@ class Controls:
     """Reads what the sites of one module control.
 
     The module's statements are indexed once (statements only, on first use); reads of an
-    assigned name and calls of a function are found by searching the source lines of their
-    scope for the name first, so only the statements on those lines are walked.
+    assigned name and calls of a function are found in the source lines of their scope first
+    (:class:`~.mentions.Mentions`: searched, or indexed once a file asks many questions), so
+    only the statements on those lines are walked.
     ``operations`` maps a reach key to the pack's role operation it is."""
 
     def __init__(
@@ -332,12 +330,9 @@ class Controls:
         self._lines: dict[int, list[_Statement]] = {}  # line -> the entries its header holds
         self._hit_reaches: dict[tuple[int, int], list[Reach]] = {}  # (node id, depth) -> found
         self._inside: dict[str, list[Reach]] = {}  # a function's name -> its role operations
-        self._asked: dict[tuple[bytes, int, int, bool], list[_Statement]] = {}
-        self._text: bytes | None = None  # the lines joined, and where each starts
-        self._starts: list[int] = []
-        # a role operation stands only where its call does not resolve to the module's own
-        # code that makes none (:mod:`.callees`)
-        self._callees = Callees(lines, self.operations)
+        self._asked: dict[tuple[object, ...], list[_Statement]] = {}
+        self._answers: dict[Asked, list[Reach]] = {}  # what the reads or calls asked reach
+        self._mentions = Mentions(lines)
 
     def _index(self) -> list[_Statement]:
         """Every statement of the tree with its function and class (walked on first use;
@@ -405,8 +400,6 @@ class Controls:
 
     def _marked(self, reach: Reach) -> Reach:
         operation = self.operations.get(reach.key, "")
-        if operation and not self._callees.stands(reach):
-            return reach
         return replace(reach, operation=operation) if operation else reach
 
     def _operations_inside(
@@ -431,9 +424,8 @@ class Controls:
         cached = self._inside.get(name)
         if cached is not None:
             return cached
-        pattern = re.compile(rb"def\s+_*" + re.escape(name.encode()) + rb"\s*\(")
         found: list[Reach] = []
-        for entry in self._statements_at(pattern, 1, len(self.lines), word=True):
+        for entry in self._mentioned_at("def", name, 1, len(self.lines)):
             if not isinstance(entry.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             if _key(entry.node.name) != name:
@@ -481,35 +473,19 @@ class Controls:
             if entry is not None and entry.function is not None:
                 yield from self._callers(entry.function, depth - 1)
 
-    def _statements_at(
-        self, pattern: re.Pattern[bytes], first: int, last: int, *, word: bool = False
-    ) -> list[_Statement]:
-        """The statements whose own header holds a line in ``[first, last]`` matching
-        ``pattern`` (parsing the pieces of a partially parsed module that hold such lines).
-        With ``word``, a match counts only where a word starts (:func:`at_word_starts`).
-        The same question (many sites read the same attribute) is answered once."""
-        asked = (pattern.pattern, first, last, word)
-        if asked in self._asked:
-            return self._asked[asked]
-        found = self._search(pattern, first, last, word)
-        self._asked[asked] = found
-        return found
+    def _mentioned_at(self, kind: str, name: str, first: int, last: int) -> list[_Statement]:
+        """The statements whose own header holds a line in ``[first, last]`` on which a
+        mention of ``kind`` of ``name`` starts (:meth:`.Mentions.lines_of`: the
+        questions every site asks, answered from an index once a file asks many), parsing
+        the pieces of a partially parsed module that hold such lines. The same question is
+        answered once."""
+        asked = (kind, name, first, last)
+        if asked not in self._asked:
+            lines = self._mentions.lines_of(kind, name, first, last)
+            self._asked[asked] = self._statements_on(lines)
+        return self._asked[asked]
 
-    def _search(
-        self, pattern: re.Pattern[bytes], first: int, last: int, word: bool
-    ) -> list[_Statement]:
-        if self._text is None:
-            self._text = b"".join(self.lines)
-            self._starts = list(itertools.accumulate(map(len, self.lines), initial=0))
-        text, starts = self._text, self._starts
-        end = starts[min(last, len(self.lines))]
-        start = starts[first - 1]
-        matches = (
-            at_word_starts(text, pattern, start, end)
-            if word
-            else pattern.finditer(text, start, end)
-        )
-        lines = {bisect.bisect_right(starts, m.start()) for m in matches}
+    def _statements_on(self, lines: set[int]) -> list[_Statement]:
         if not lines:
             return []
         if self.grow is not None:
@@ -530,8 +506,7 @@ class Controls:
         if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
             scope: ast.AST | None = entry.cls
             attr, owner = target.attr, target.value.id
-            pattern = re.compile(rb"\." + re.escape(attr.encode()) + rb"\b")
-            word = False
+            kind, mentioned = "attr", attr
 
             def matches(n: ast.AST) -> bool:
                 return (
@@ -544,8 +519,7 @@ class Controls:
         elif isinstance(target, ast.Name):
             scope = entry.function
             name = target.id
-            pattern = re.compile(re.escape(name.encode()) + rb"\b")
-            word = True
+            kind, mentioned, owner = "name", name, ""
 
             def matches(n: ast.AST) -> bool:
                 return isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
@@ -553,9 +527,22 @@ class Controls:
             return
         first = scope.lineno if scope is not None else 1  # type: ignore[attr-defined]
         last = (scope.end_lineno if scope is not None else None) or len(self.lines)  # type: ignore[attr-defined]
-        yield from self._found(self._statements_at(pattern, first, last, word=word), matches, depth)
+        asked = (kind, mentioned, owner, first, last, depth)
+        yield from self._found(asked, matches)
 
-    def _found(
+    def _found(self, asked: Asked, matches: Callable[[ast.AST], bool]) -> list[Reach]:
+        """What the hits (``matches``) in the statements mentioning ``asked``'s name reach:
+        ``asked`` is ``(kind, name, owner, first line, last line, depth)``. The same question
+        is answered once (8,000 sites reaching a method called ``forward`` each asked who
+        calls ``forward``, and walked the same 8,000 statements for it)."""
+        found = self._answers.get(asked)
+        if found is None:
+            kind, name, _, first, last, depth = asked
+            statements = self._mentioned_at(kind, name, first, last)
+            found = self._answers[asked] = list(self._hits(statements, matches, depth))
+        return found
+
+    def _hits(
         self, statements: list[_Statement], matches: Callable[[ast.AST], bool], depth: int
     ) -> Iterator[Reach]:
         for found in statements:
@@ -576,13 +563,11 @@ class Controls:
 
     def _callers(self, func: Function, depth: int) -> Iterator[Reach]:
         name = func.name
-        pattern = re.compile(re.escape(name.encode()) + rb"\s*\(")
 
         def matches(n: ast.AST) -> bool:
             return isinstance(n, ast.Call) and terminal_name(n.func) == name and not n.args
 
-        statements = self._statements_at(pattern, 1, len(self.lines), word=True)
-        yield from self._found(statements, matches, depth)
+        yield from self._found(("call", name, "", 1, len(self.lines), depth), matches)
 
     def comment(self, stmt: ast.stmt, func: Function | None) -> str:
         """The comment of the paragraph ``stmt`` is in (the comment lines above it, across up
