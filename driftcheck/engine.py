@@ -469,6 +469,8 @@ def _check_files(  # noqa: C901 - the scan pipeline in one place: walk, context,
         if (named is None or scan.path in named) and scan.problems:
             unreadable.add(scan.path)
             result.problems.extend(scan.problems)
+        if named is None or scan.path in named:
+            result.problems.extend(scan.syntax_errors)
     result.files_checked = walked_count - len(unreadable)
     result.files_unreadable = len(unreadable)
     if result.deferred:
@@ -476,8 +478,6 @@ def _check_files(  # noqa: C901 - the scan pipeline in one place: walk, context,
         _count_problems(
             result, result.complete(lambda r: posixpath.dirname(r) in directories), named
         )
-        if named is None or scan.path in named:
-            result.problems.extend(scan.syntax_errors)
     judged = judge_scans(result, codes, options.baseline, named, judge=options.judge)
     if cache is not None:
         if cache.rejected:

@@ -108,7 +108,6 @@ class Rule:
     # applicability, the reads of what a site sets (liveness); a run that reports one reads
     # the files it deferred as holding only single checks (:mod:`driftcheck.singles`)
     findings_read_every_site: ClassVar[bool] = True
-
     # whether an ``allow-missing[...]`` suppression accepts members its findings report
     # missing (DC004 judges such a suppression stale only once every rule that honours it
     # and may judge its site ran: :meth:`driftcheck.judge.Judge.unjudged`)
@@ -119,6 +118,7 @@ class Rule:
         """Whether the rule reads every file's scan before it judges a site (:meth:`prepare`):
         it cannot be asked about one site outside a run that selected it."""
         return cls.prepare is not Rule.prepare
+
     @classmethod
     def fixable(cls) -> bool:
         """Whether the rule offers a fix: derived from its INVALID examples."""
