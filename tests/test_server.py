@@ -238,6 +238,61 @@ async def test_a_syntax_error_in_a_finding_drops_that_finding(editor: Editor) ->
     assert error.message.startswith("syntax error: ")
 
 
+STALE = "    return (  # driftcheck: allow-missing[mori] -- not validated on K3\n"
+STALE_DC004 = (
+    "DC004",
+    "error",
+    9,
+    "'# driftcheck: allow-missing[mori] -- not validated on K3' matches no finding at this "
+    "site; remove it",
+)
+
+
+def briefly(diagnostics: list[types.Diagnostic]) -> list[tuple]:
+    """Code, severity, first line (1-based) and message of each diagnostic."""
+    return [
+        (code, severity, line, message)
+        for code, severity, line, _, _, _, message in shown(diagnostics)
+    ]
+
+
+@pytest.mark.asyncio
+async def test_a_syntax_error_elsewhere_keeps_the_suppressions_and_their_dc004(
+    editor: Editor,
+) -> None:
+    """Issue 31 case 2: the suppressions are read past the syntax error, which is shown."""
+    path = editor.root / KIMI_LIKE
+    await editor.open(path)
+    text = path.read_text().replace("    return (\n", STALE, 1)
+    editor.change(path, text + "\n\ndef g(:\n    pass\n")
+    assert briefly(await editor.diagnostics(path)) == [
+        (
+            None,
+            "error",
+            35,
+            "syntax error: invalid syntax (outside the statements checked: the file's sites "
+            "and suppressions were still read)",
+        ),
+        STALE_DC004,
+        ("DC001", "error", 10, KIMI_LIKE_MESSAGE),
+    ]
+
+
+@pytest.mark.asyncio
+async def test_the_same_buffer_without_the_syntax_error_shows_the_same_findings(
+    editor: Editor,
+) -> None:
+    """Negative control for the test above: only the syntax error's diagnostic differs."""
+    path = editor.root / KIMI_LIKE
+    await editor.open(path)
+    text = path.read_text().replace("    return (\n", STALE, 1)
+    editor.change(path, text + "\n\ndef g():\n    pass\n")
+    assert briefly(await editor.diagnostics(path)) == [
+        STALE_DC004,
+        ("DC001", "error", 10, KIMI_LIKE_MESSAGE),
+    ]
+
+
 @pytest.mark.asyncio
 async def test_saving_the_helper_judges_the_other_open_documents_again(editor: Editor) -> None:
     root = editor.root
@@ -278,6 +333,77 @@ async def test_a_new_configuration_on_disk_judges_the_open_documents_again(
     )
     assert await editor.diagnostics(path) == []
     assert [m for m in editor.client.log_messages if m.type == types.MessageType.Error] == []
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("toml", "line", "message"),
+    [
+        (
+            'min-overlap = "two"',
+            2,
+            '[tool.driftcheck] min-overlap must be a positive integer, got "two"',
+        ),
+        ('select = ["DC999"]', 2, "[tool.driftcheck] select: unknown rule code or prefix 'DC999'"),
+        ("canonical = [", 3, "invalid TOML: "),
+    ],
+    ids=["wrong-type", "unknown-code", "invalid-toml"],
+)
+async def test_a_broken_configuration_is_a_diagnostic_at_its_line_and_an_error_message(
+    tmp_path: Path, toml: str, line: int, message: str
+) -> None:
+    """Issue 31 case 8: not only in the log. The error is published on the configuration
+    file at the line the CLI names, and shown (``window/showMessage``) as the CLI words it."""
+    root = copy_tree(tmp_path)
+    config = root / "pyproject.toml"
+    config.write_text(f"[tool.driftcheck]\n{toml}\n")
+    async with serving(root) as session:
+        assert await session.open(root / KIMI_LIKE) == []
+        # published while the workspace loaded, before the document's diagnostics
+        (diagnostic,) = session.latest[uri_of(config)].diagnostics
+        assert (diagnostic.severity, diagnostic.range.start.line + 1, diagnostic.source) == (
+            types.DiagnosticSeverity.Error,
+            line,
+            "driftcheck",
+        )
+        assert diagnostic.message.startswith(message)
+        shown_to_user = [m.message for m in session.client.messages]
+        assert shown_to_user == [f"driftcheck: {config}:{line}: error: {diagnostic.message}"]
+
+
+@pytest.mark.asyncio
+async def test_fixing_the_configuration_withdraws_its_diagnostic_and_judges_again(
+    tmp_path: Path,
+) -> None:
+    root = copy_tree(tmp_path)
+    config = root / "pyproject.toml"
+    config.write_text('[tool.driftcheck]\nmin-overlap = "two"\n')
+    async with serving(root) as session:
+        path = root / KIMI_LIKE
+        assert await session.open(path) == []
+        assert len(session.latest[uri_of(config)].diagnostics) == 1
+        config.write_text("[tool.driftcheck]\n")
+        session.client.workspace_did_change_watched_files(
+            types.DidChangeWatchedFilesParams(
+                [types.FileEvent(uri=uri_of(config), type=types.FileChangeType.Changed)]
+            )
+        )
+        assert await session.diagnostics(config) == []
+        assert [d.message for d in await session.diagnostics(path)] == [KIMI_LIKE_MESSAGE]
+
+
+@pytest.mark.asyncio
+async def test_a_valid_configuration_publishes_nothing_on_the_configuration_file(
+    tmp_path: Path,
+) -> None:
+    """Negative control: the open document's findings, and no message but the load's."""
+    root = copy_tree(tmp_path)
+    config = root / "pyproject.toml"
+    config.write_text("[tool.driftcheck]\nmin-overlap = 2\n")
+    async with serving(root) as session:
+        assert [d.message for d in await session.open(root / KIMI_LIKE)] == [KIMI_LIKE_MESSAGE]
+        assert uri_of(config) not in session.latest
+        assert session.client.messages == []
 
 
 @pytest.mark.asyncio

@@ -190,6 +190,7 @@ class LiveProject:
             analysis=replace(self.base.analysis, cache=None) if self.base.analysis else None,
         )
         result.problems.extend(scan.problems)
+        result.problems.extend(scan.syntax_errors)  # beside a suppression: still judged
         result.files_checked = 0 if scan.problems else 1
         result.files_unreadable = 1 if scan.problems else 0
         baseline = Baseline(Counter(self.baseline.keys)) if self.baseline is not None else None

@@ -99,6 +99,13 @@ class DriftcheckServer(LanguageServer):
         if self.loop is not None:
             self.loop.call_soon_threadsafe(self.log, kind, message)
 
+    def publish_from_engine(self, uri: str, diagnostics: list[types.Diagnostic]) -> None:
+        """Publish ``diagnostics`` for ``uri`` (a file that need not be open) from the engine
+        thread."""
+        if self.loop is not None:
+            params = types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics)
+            self.loop.call_soon_threadsafe(self.text_document_publish_diagnostics, params)
+
     def shutdown(self) -> None:
         """Stop the engine thread too."""
         self.engine.shutdown(wait=False, cancel_futures=True)
@@ -256,6 +263,7 @@ def build_server(  # noqa: C901 - the handlers are registered here as nested fun
             server.workspace.position_encoding or types.PositionEncodingKind.Utf16,
             server.notify_from_engine,
             preloaded,
+            server.publish_from_engine,
         )
 
     @feature(types.INITIALIZED)

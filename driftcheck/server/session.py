@@ -21,10 +21,11 @@ from lsprotocol import types
 
 from driftcheck.config import ConfigError
 from driftcheck.engine import CheckResult
-from driftcheck.model import Finding
+from driftcheck.model import Finding, Problem
 from driftcheck.project import discover_project
 
 from . import actions
+from .broken import BrokenFiles, Publish
 from .diagnostics import carried_over, finding_diagnostic, problem_diagnostic
 from .early import EarlyLoad
 from .hover import hover_text
@@ -76,6 +77,7 @@ class Session:
         encoding: str,
         notify: Notify,
         preloaded: EarlyLoad | None = None,
+        publish: Publish | None = None,
     ):
         self.folders = sorted(folders, key=lambda f: len(f.parts), reverse=True)
         self.preloaded = preloaded  # projects loading since the server started (early.py)
@@ -87,6 +89,8 @@ class Session:
         self.judged: dict[str, Judged] = {}  # by URI
         self.good: dict[str, Judged] = {}  # each document's last judgement that parsed
         self._told: set[str] = set()
+        # what stops a project loading, as diagnostics on the file that says it
+        self.broken = BrokenFiles(encoding, publish)
 
     # -- projects ------------------------------------------------------------------------
     def cwd_for(self, path: Path) -> Path:
@@ -105,7 +109,9 @@ class Session:
             try:
                 found = discover_project([path], cwd=cwd, config_path=self.settings.configuration)
             except ConfigError as exc:
-                self._tell(types.MessageType.Error, f"driftcheck: {exc.path}: {exc.message}")
+                problem = Problem(exc.path, exc.line, exc.message)  # as the CLI words it
+                self._tell(types.MessageType.Error, f"driftcheck: {problem}")
+                self.broken.show(exc.path, exc.line, exc.message, cwd)
                 self._keys[directory] = None
                 return None
             key = (found.root, found.config_file)
@@ -142,6 +148,7 @@ class Session:
                 self._tell(types.MessageType.Warning, f"driftcheck: warning: {warning}")
             for problem in project.problems:
                 self._tell(types.MessageType.Error, f"driftcheck: {problem}")
+                self.broken.show(problem.path, problem.line, problem.message, root)
             return project
         project.load_seconds = seconds
         # what a project holds lives until it is loaded again: keep the collector from
@@ -170,6 +177,7 @@ class Session:
         gc.unfreeze()
         self._keys.clear()
         self._told.clear()
+        self.broken.clear()
 
     def reconfigure(self, settings: Settings) -> None:
         """New settings: every project is loaded again under them."""
@@ -180,10 +188,14 @@ class Session:
         """Files saved, created, changed or deleted on disk: read them again, or load the
         projects again when one of them defines what a project is."""
         loaded = [p for p in self.projects.values() if isinstance(p, LiveProject)]
-        if any(project.reloads_for(path) for path in paths for project in loaded) or any(
-            isinstance(p, ProjectError) for p in self.projects.values()
+        if (
+            any(project.reloads_for(path) for path in paths for project in loaded)
+            or any(isinstance(p, ProjectError) for p in self.projects.values())
+            or None in self._keys.values()  # a configuration that could not be read
         ):
             self.forget_projects()
+            for folder in self.folders:  # a configuration still broken is shown again
+                self.preload(folder)
             return
         for project in loaded:
             for path in paths:
@@ -207,7 +219,9 @@ class Session:
             problems = [p for p in result.problems if p.path == rel]
             judged.diagnostics[:0] = [problem_diagnostic(p, judged.lines) for p in problems]
             last = self.good.get(uri)
-            if problems and last is not None:
+            # a buffer the engine could not read keeps its last good judgement's diagnostics;
+            # one read past a syntax error (beside a suppression) was judged whole
+            if result.files_unreadable and last is not None:
                 judged.diagnostics += carried_over(last.text, last.diagnostics, text)
         self.judged[uri] = judged
         if judged.good:
