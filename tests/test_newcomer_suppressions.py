@@ -219,3 +219,33 @@ def test_an_ignore_whose_rules_all_ran_and_matched_nothing_is_stale(
         UNSUPPRESSED,
     ]
     assert result.exit_code == 1
+
+
+def test_a_suppression_on_no_site_is_stale_whatever_ran(
+    runner: CliRunner, sglang_like: Path
+) -> None:
+    """No rule can match a suppression that no site is in reach of: DC004 alone reports it."""
+    kimi = sglang_like / KIMI
+    kimi.write_text(
+        kimi.read_text().replace(
+            "class KimiLikeForCausalLM:",
+            "# driftcheck: allow-missing[pplx] -- old decision\nclass KimiLikeForCausalLM:",
+        )
+    )
+    result = run(runner, kimi, "--no-cache", "--select", "DC004")
+    assert result.stdout.splitlines() == [
+        f"{KIMI}:28:1: DC004 '# driftcheck: allow-missing[pplx] -- old decision' matches no "
+        "finding at this site; remove it"
+    ]
+    assert result.exit_code == 1
+
+
+def test_the_rules_that_honour_allow_missing_are_those_that_report_missing_members() -> None:
+    """DC004 asks these rules about a site when they did not run: a rule that reports missing
+    members (its INVALID examples name some) must say it honours allow-missing."""
+    from driftcheck.rules import CATALOGUE
+
+    reporting = {c for c, rule in CATALOGUE.items() if any(e.missing for e in rule.INVALID)}
+    honouring = {c for c, rule in CATALOGUE.items() if rule.honours_allow_missing}
+    assert honouring == reporting
+    assert "DC001" in honouring and "DC004" not in honouring
