@@ -30,6 +30,17 @@ that no longer match a finding at their site: the member was added, the list was
 the helper, or the helper dropped the member. Also reports suppressions without a reason or
 without the members they accept.
 
+A suppression is judged only against the rules it could apply to, and only when every one
+of them ran (as ruff's RUF100 calls a `# noqa` code unused only when its rule is enabled):
+`ignore[DC001, ...]` applies to the codes it names (a bare `ignore` to every rule but DC004), and
+`allow-missing[...]` to the rules that report missing members (DC001, DC003, DC010, DC011,
+DC020, DC021) that may judge its site. A rule of those that did not run is asked about the
+site (a rule that reads every file first, DC020, cannot be, and leaves the suppression
+unjudged), so `--select DC004` or `--ignore DC001` never reports a suppression the full run
+needs. `allow-extra[...]` matches a site that lists the member, whatever ran, and a
+suppression no site is in reach of is stale under any selection. Suppressions are read with
+the tokenizer, so a syntax error elsewhere in the file leaves them in force.
+
 ## Why it matters
 A stale suppression hides the next real drift at that line and documents a decision that no
 longer holds.
