@@ -7,9 +7,10 @@ CUDA NCCL) for a member the site includes and one it misses, and judges by A/B e
 (:mod:`driftcheck.runtime_verify.block`). The DeepEP dispatchers behind the experts are models of
 DeepEP's two buffers (``--dispatcher model``) or its real buffers (``--dispatcher deep_ep``).
 Exit codes: 0 every site proven (and, with ``--layer``, every unit run confirmed); 1 a site
-refuted or unproven, or a layer run refuted or inconclusive; 2 bad usage, an unreadable tree,
-or a layer run that could not start (``--dispatcher deep_ep`` without an importable DeepEP or
-without a GPU per rank: never a silent fallback); 3 (``--layer`` only, everything else
+refuted or unproven, or a layer run refuted or inconclusive; 2 bad usage (a ``--site`` that
+matches no site), an unreadable tree, or a layer run that could not start (torch or numpy not
+installed, ``--device cuda`` with no GPU visible, ``--dispatcher deep_ep`` without an
+importable DeepEP or without a GPU per rank: never a silent fallback); 3 (``--layer`` only, everything else
 passing) no site is eligible for a layer run (none reaches a role operation the pack
 declares), so nothing was confirmed.
 
