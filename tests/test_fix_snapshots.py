@@ -347,7 +347,13 @@ def test_minimal_not_or(tmp_path: Path) -> None:
     assert result.text == (
         "def f(x):\n"
         "    b = get_moe_a2a_backend()\n"
-        "    if not (b.is_deepep() or b.is_deepep_v2() or b.is_mooncake() or b.is_mori() or b.is_pplx()):\n"
+        "    if not (\n"
+        "        b.is_deepep()\n"
+        "        or b.is_deepep_v2()\n"
+        "        or b.is_mooncake()\n"
+        "        or b.is_mori()\n"
+        "        or b.is_pplx()\n"
+        "    ):\n"
         "        return x\n"
     )
     assert result.notes == [note(3, "fixed DC001 (minimal): True -> False for deepep_v2, pplx")]
