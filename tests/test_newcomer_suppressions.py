@@ -240,7 +240,7 @@ def test_a_suppression_on_no_site_is_stale_whatever_ran(
     assert result.exit_code == 1
 
 
-def test_the_rules_that_honour_allow_missing_are_those_that_report_missing_members() -> None:
+def test_stale_allow_missing_is_judged_by_the_rules_that_report_missing_members() -> None:
     """DC004 asks these rules about a site when they did not run: a rule that reports missing
     members (its INVALID examples name some) must say it honours allow-missing."""
     from driftcheck.rules import CATALOGUE

@@ -349,7 +349,7 @@ async def test_a_new_configuration_on_disk_judges_the_open_documents_again(
     ],
     ids=["wrong-type", "unknown-code", "invalid-toml"],
 )
-async def test_a_broken_configuration_is_a_diagnostic_at_its_line_and_an_error_message(
+async def test_language_server_shows_a_broken_configuration_at_its_line_and_in_a_message(
     tmp_path: Path, toml: str, line: int, message: str
 ) -> None:
     """Issue 31 case 8: not only in the log. The error is published on the configuration
@@ -372,7 +372,7 @@ async def test_a_broken_configuration_is_a_diagnostic_at_its_line_and_an_error_m
 
 
 @pytest.mark.asyncio
-async def test_fixing_the_configuration_withdraws_its_diagnostic_and_judges_again(
+async def test_language_server_withdraws_a_fixed_configurations_diagnostic(
     tmp_path: Path,
 ) -> None:
     root = copy_tree(tmp_path)
@@ -393,7 +393,7 @@ async def test_fixing_the_configuration_withdraws_its_diagnostic_and_judges_agai
 
 
 @pytest.mark.asyncio
-async def test_a_valid_configuration_publishes_nothing_on_the_configuration_file(
+async def test_language_server_publishes_nothing_on_a_valid_configuration(
     tmp_path: Path,
 ) -> None:
     """Negative control: the open document's findings, and no message but the load's."""
