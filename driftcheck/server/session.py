@@ -6,7 +6,10 @@ the protocol's thread but the values it hands back. A document belongs to the pr
 folder is the working directory: the settings' relative paths start there). Each project is
 loaded once (:class:`~driftcheck.server.live.LiveProject`) and kept until a file that defines
 it changes. A document whose buffer no longer parses keeps the diagnostics of its last good
-judgement on the lines it still holds, under the error.
+judgement on the lines it still holds, under the error; one whose syntax error lies outside
+the statements the check parses, beside a suppression, is judged as it is (as ``check`` judges
+the file: the error, its findings, its DC004s). A configuration that stops a project loading
+is shown on its file (:mod:`driftcheck.server.broken`) as well as in an error message.
 """
 
 from __future__ import annotations
