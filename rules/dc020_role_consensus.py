@@ -13,7 +13,7 @@ list elsewhere in the same file that has such evidence.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -456,13 +456,13 @@ the members the helper accepts instead. The fix states the backends it flips.
     def reads_single_checks(self, universes: Sequence[Universe], config: Config) -> bool:
         """A single check is judged anywhere by sibling evidence (model files: a pack with a
         model marker) and by use evidence (a family of :data:`SINGLE_USE_MEMBERS` members or
-        more), and against a family still to be inferred from the copies; otherwise only by
-        its package (:meth:`single_check_directories`)."""
+        more); otherwise only by its package (:meth:`single_check_directories`). A universe
+        whose families are still to be inferred asks nothing yet: no family is inferred from
+        a single check, and the engine asks again once they are (``engine.read_deferred``)."""
         if config.model_marker:
             return True
         return any(
-            not universe.families
-            or any(not 2 <= len(f.members) < SINGLE_USE_MEMBERS for f in universe.families)
+            any(not 2 <= len(f.members) < SINGLE_USE_MEMBERS for f in universe.families)
             for universe in universes
         )
 
@@ -568,7 +568,21 @@ the members the helper accepts instead. The fix states the backends it flips.
             Related(path, line, 0, "a site whose use is the same")
             for path, line, _ in sorted(users)
         )
-        return Evidence(text, helpers * 2 > len(users), places)
+        same_use = self._sites_at((path, line) for path, line, _ in sorted(users))
+        return Evidence(text, helpers * 2 > len(users), places, same_use)
+
+    def _sites_at(self, places: Iterable[tuple[str, int]]) -> tuple[Site, ...]:
+        """The property sites at ``places`` (path, line): the sites a finding's evidence
+        cites, which the fix's applicability then counts as playing the site's role (one
+        reading of the evidence for the message and the fix)."""
+        found: list[Site] = []
+        for path, line in places:
+            found.extend(
+                s
+                for s in self.by_path.get(path, ())
+                if s.span.line == line and s.kind == "property"
+            )
+        return tuple(found)
 
     def copy_evidence(self, site: Site, family: Family, universe: Universe) -> Evidence | None:
         """An identical list (two or more members) elsewhere in the file that has sibling or
@@ -636,6 +650,10 @@ the members the helper accepts instead. The fix states the backends it flips.
             found = self.evidence(site, family, universe, judgement.min_overlap)
             if found is None:
                 continue
+            if not found.same_role and found.places:
+                # sibling evidence: the sibling sites it cites play the site's role
+                cited = self._sites_at((p.path, p.line) for p in found.places)
+                found = replace(found, same_role=cited)
             evidence = found.text + _comment_evidence(site, family)
             verdicts = assess(site, missing, judgement, found.same_role)
             finding = site_finding(
