@@ -27,7 +27,7 @@ from .gates import latent_members
 from .infer import infer_families
 from .judge import Judge
 from .liveness import AttributeReads
-from .model import Finding, Problem, Universe
+from .model import Family, Finding, Problem, Universe
 from .prefilter import build_prefilter
 from .project import Project, discover_project
 from .replay import stamp_or_none
@@ -474,10 +474,7 @@ def _check_files(  # noqa: C901 - the scan pipeline in one place: walk, context,
     result.files_checked = walked_count - len(unreadable)
     result.files_unreadable = len(unreadable)
     if result.deferred:
-        directories = single_check_directories(result, codes)
-        _count_problems(
-            result, result.complete(lambda r: posixpath.dirname(r) in directories), named
-        )
+        read_deferred(result, codes, named)
     judged = judge_scans(result, codes, options.baseline, named, judge=options.judge)
     if cache is not None:
         if cache.rejected:
@@ -486,6 +483,20 @@ def _check_files(  # noqa: C901 - the scan pipeline in one place: walk, context,
             )
         cache.save()
     return judged
+
+
+def read_deferred(result: CheckResult, codes: set[str], named: set[str] | None) -> None:
+    """Analyse the deferred files the selected rules read: every one when, its families
+    inferred (from copies, which a deferred file never holds), a rule reads single checks
+    anywhere; else those of the directories they name."""
+    _infer_missing_families(result)
+    if result.every is not None:
+        universes = tuple(u.universe for u in result.every.universes)
+        if single_filter(universes, result.config, codes) is None:
+            _count_problems(result, result.complete(), named)
+            return
+    directories = single_check_directories(result, codes)
+    _count_problems(result, result.complete(lambda r: posixpath.dirname(r) in directories), named)
 
 
 def _count_problems(
@@ -639,13 +650,37 @@ def _keep_inferred(result: CheckResult) -> bool:
     result.loaded, result.universe = kept[0], kept[0].universe
     for loaded in kept:
         universe = loaded.universe
-        families = ", ".join(f.label for f in universe.families)
         result.notes.append(
             f"no pack recognises this tree: inferred the universe {universe.name} "
-            f"({universe.enum_path}) and its famil{'y' if len(universe.families) == 1 else 'ies'} "
-            f"{families} from the enumerations of its members across files"
+            f"({universe.enum_path}) and " + _family_origins(universe.families)
         )
     return True
+
+
+def _family_origins(families: tuple[Family, ...]) -> str:
+    """``its family {a, b} from the enumerations of its members across files`` for inferred
+    families; ``found its family {a, b} in its helper Owner.name (path:line)`` for the
+    tree's own helpers (:func:`driftcheck.universe.candidates.helper_canonicals`)."""
+    inferred = [f for f in families if f.inferred]
+    found = [f for f in families if not f.inferred]
+    parts = []
+    if inferred:
+        labels = ", ".join(f.label for f in inferred)
+        plural = "y" if len(inferred) == 1 else "ies"
+        parts.append(
+            f"its famil{plural} {labels} from the enumerations of its members across files"
+        )
+    if found:
+        helpers = ", ".join(
+            "{"
+            + ", ".join(f.members)
+            + "} in its helper "
+            + (f"{f.owner}." if f.owner else "")
+            + f"{f.name} ({f.path}:{f.line})"
+            for f in found
+        )
+        parts.append(f"found its famil{'y' if len(found) == 1 else 'ies'} {helpers}")
+    return ", and ".join(parts)
 
 
 def _infer_missing_families(result: CheckResult) -> None:

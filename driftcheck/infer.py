@@ -7,7 +7,9 @@ in the files that were updated when ``mori`` joined the enum. The copies are the
 1. every positive enumeration of two or more members that decides a property or picks a
    dispatch arm is a copy of some set (validation allowlists are not: they list what is
    supported; negated chains are not either: ``not is_deepep() and not is_ascend_fuseep()``
-   lists the family together with the backends that take the same path);
+   lists the family together with the backends that take the same path; nor is a chain that
+   calls a predicate of the tree true for several members: ``is_cuda_alike() or is_xpu()``
+   uses that predicate's set and adds to it, it copies nothing);
 2. a set written out in at least two files is a *candidate* (a consensus of copies);
 3. a candidate no other candidate contains is a family — the copies that kept up with the
    enum hold the whole set, the ones that did not hold part of it — unless it shares a
@@ -66,6 +68,8 @@ def infer_families(
     for site in sites:
         if site.kind == "allowlist" or site.form not in CHAIN_FORMS or site.helpers:
             continue
+        if any(op.predicate and len(op.members) >= 2 for op in site.operands):
+            continue  # it calls the tree's own predicate of a set: a use of it, plus extras
         if site.polarity != "positive":
             continue
         if len(site.members) < 2:

@@ -241,13 +241,18 @@ def load_universes(root: Path, config: Config) -> Loaded:
             builder.by_key[key][3].append(located.module.path)
     if not builder.order and not config.canonicals and not config.enum:
         loaded.inferred = True
-        from .candidates import candidate_universes  # a tree no pack recognises
+        from .candidates import candidate_universes, helper_families  # no pack: inferred
 
         for candidate in candidate_universes(builder.index, config.is_excluded):
             try:
-                builder.universe_for(candidate.domain, None)
+                key = builder.universe_for(candidate.domain, None)
             except UniverseError:
                 continue
+            vocabulary = builder.by_key[key][1]
+            scope = vocabulary.scope  # the names the tree compares with its members hold it
+            scope.value_attributes = (*scope.value_attributes, *candidate.value_attributes)
+            # the tree's own helpers: families found, not inferred
+            builder.by_key[key][2].extend(helper_families(candidate, vocabulary, builder.index))
     elif not builder.order:
         fallback = _fallback_domain(builder.index, config, missing)
         if fallback is None:

@@ -92,6 +92,12 @@ def parse_module(path: Path, name: str = "") -> ModuleSource:
         raise UniverseError(str(path), f"cannot parse: {exc.msg}", exc.lineno) from exc
     except (OSError, ValueError) as exc:
         raise UniverseError(str(path), f"cannot read: {exc}") from exc
+    return index_module(path, tree, name)
+
+
+def index_module(path: Path, tree: ast.Module, name: str = "") -> ModuleSource:
+    """Index the parsed ``tree`` of ``path`` (all of it, or only some pieces: a module read
+    for its class bodies alone, :mod:`.candidates`)."""
     statements = _top_level(tree.body)
     functions = {
         n.name: n for n in statements if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
