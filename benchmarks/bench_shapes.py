@@ -17,7 +17,9 @@ does, and so each a different path of the role analysis (:mod:`driftcheck.sites.
 * ``attribute``: a class per site whose ``__init__`` sets ``self.use_deepep`` to the chain and
   whose ``forward`` reads it (the reads of an attribute in its class, a method parsed later);
 * ``module``: a module-level constant bound to the chain, read by a function (the reads of a
-  module's name, searched for in the whole file).
+  module's name, searched for in the whole file);
+* ``method``: ``return``'s two functions as methods of one class holding every site (a class
+  parsed with only its hot methods, the others parsed when a question needs them).
 
 Each N's ``driftcheck --no-cache`` run alternates with its peer's, ``ruff check --select
 PLR1714 --no-cache`` on the same tree, ``--runs`` pairs after one that is not counted: each
@@ -137,13 +139,36 @@ def module_shape(i: int) -> str:
     )
 
 
-SHAPES: dict[str, Callable[[int], str]] = {
-    "return": return_shape,
-    "if": if_shape,
-    "assignment": assignment_shape,
-    "keyword": keyword_shape,
-    "attribute": attribute_shape,
-    "module": module_shape,
+METHODS_CLASS = (
+    "\n\nclass Model:\n    def __init__(self):\n        self.backend = get_moe_a2a_backend()\n"
+)
+
+
+def method_shape(i: int) -> str:
+    """``return``'s shape as two methods of one class that holds every site."""
+    site = _padded(
+        f"\n    def _uses_ep_a2a_{i}(self):\n",
+        "        ",
+        "        b = self.backend\n"
+        "        return b.is_deepep() or b.is_mooncake() or b.is_mori()\n",
+    )
+    return (
+        f"{site}\n    def forward_{i}(self, x):\n"
+        f"        if self._uses_ep_a2a_{i}():\n"
+        f"            return self.dispatch_{i}(x)\n"
+        "        return x\n"
+    )
+
+
+# shape -> (what the file holds before its sites, the text of site i)
+SHAPES: dict[str, tuple[str, Callable[[int], str]]] = {
+    "return": ("", return_shape),
+    "if": ("", if_shape),
+    "assignment": ("", assignment_shape),
+    "keyword": ("", keyword_shape),
+    "attribute": ("", attribute_shape),
+    "module": ("", module_shape),
+    "method": (METHODS_CLASS, method_shape),
 }
 
 
@@ -151,9 +176,9 @@ def tree_with_sites(into: Path, shape: str, sites: int) -> Path:
     """A copy of the fixture tree whose generated model file holds ``sites`` sites of
     ``shape``."""
     shutil.copytree(FIXTURE, into)
-    write = SHAPES[shape]
+    prefix, write = SHAPES[shape]
     with (into / GENERATED).open("w") as handle:
-        handle.write(HEADER)
+        handle.write(HEADER + prefix)
         for index in range(sites):
             handle.write(write(index))
     return into

@@ -58,6 +58,47 @@ class _Module(ast.Module):
         self.__dict__["body"] = statements
 
 
+def _position(stmt: ast.stmt) -> tuple[int, int]:
+    return (stmt.lineno, stmt.col_offset)
+
+
+class _PartialClass:
+    """A class parsed without some of its methods: the line ranges of those (sorted, apart),
+    which of them are not parsed yet, and where the statements of its body start. A class of
+    thousands of methods, a few parsed per question, costs a bisection per line asked, not a
+    pass over its methods."""
+
+    def __init__(self, cls: ast.ClassDef, skipped: list[tuple[int, int]]) -> None:
+        self.cls = cls
+        self.ranges = skipped
+        self._firsts = [low for low, _ in skipped]
+        self._left = set(range(len(skipped)))  # the ranges not parsed yet
+        self.known = {_position(s) for s in cls.body}
+
+    def holding(self, lines: list[int]) -> list[tuple[int, int]]:
+        """The ranges not parsed yet that hold ``lines``, in order."""
+        found = set()
+        for line in lines:
+            index = bisect.bisect_right(self._firsts, line) - 1
+            if index in self._left and line <= self.ranges[index][1]:
+                found.add(index)
+        return [self.ranges[index] for index in sorted(found)]
+
+    def others(self, wanted: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """The ranges not parsed yet, less ``wanted``."""
+        return [r for i, r in enumerate(self.ranges) if i in self._left and r not in wanted]
+
+    def join(self, added: list[ast.stmt], wanted: list[tuple[int, int]]) -> None:
+        """``added`` (the statements of the ``wanted`` ranges) join the class body, in order:
+        a new list, as a reader walking the body holds the one it read."""
+        body = list(self.cls.body)
+        for stmt in added:
+            body.insert(bisect.bisect_right(body, _position(stmt), key=_position), stmt)
+        self.cls.body = body
+        self.known.update(_position(s) for s in added)
+        self._left.difference_update(bisect.bisect_left(self._firsts, low) for low, _ in wanted)
+
+
 class PartialModule:
     """A module of which only some top-level pieces are parsed (``tree.body`` grows)."""
 
@@ -71,9 +112,8 @@ class PartialModule:
         self._firsts: list[int] = []  # each piece's first line, to find a line's piece
         self._parsed: set[int] = set()
         self._bodies: dict[int, list[ast.stmt]] = {}
-        # a class piece parsed without some of its methods: piece -> (class node, unparsed
-        # method line ranges)
-        self._partial_classes: dict[int, tuple[ast.ClassDef, list[tuple[int, int]]]] = {}
+        # a class piece parsed without some of its methods, by piece
+        self._partial_classes: dict[int, _PartialClass] = {}
         if hot_lines is None or "\r" in source or not self._cut():
             self._whole()
             return
@@ -171,7 +211,7 @@ class PartialModule:
         if skipped and isinstance(cls, ast.ClassDef):
             # the class spans its unparsed methods too (its readers search that whole text)
             cls.end_lineno, cls.end_col_offset = self._last_code_line(first, last)
-            self._partial_classes[index] = (cls, skipped)
+            self._partial_classes[index] = _PartialClass(cls, skipped)
         return True
 
     def _parsed_text(
@@ -285,24 +325,19 @@ class PartialModule:
         (``holding``: the pieces holding the lines, each with its lines)."""
         grown: Added = []
         for index, lines in holding.items():
-            if index not in self._partial_classes:
+            partial = self._partial_classes.get(index)
+            wanted = partial.holding(lines) if partial is not None else []
+            if partial is None or not wanted:
                 continue
-            cls, skipped = self._partial_classes[index]
-            wanted = [r for r in skipped if any(r[0] <= line <= r[1] for line in lines)]
-            if not wanted:
-                continue
-            others = [r for r in skipped if r not in wanted]
-            fresh = self._methods(wanted) or self._reparsed_class(index, others)
-            known = {(s.lineno, s.col_offset) for s in cls.body}
+            fresh = self._methods(wanted) or self._reparsed_class(index, partial.others(wanted))
             added = [
                 s
                 for s in fresh
-                if (s.lineno, s.col_offset) not in known
+                if _position(s) not in partial.known
                 and any(low <= s.lineno <= high for low, high in wanted)
             ]
-            cls.body = sorted([*cls.body, *added], key=lambda s: (s.lineno, s.col_offset))
-            skipped[:] = others
-            grown.extend((stmt, cls) for stmt in added)
+            partial.join(added, wanted)
+            grown.extend((stmt, partial.cls) for stmt in added)
         return grown
 
     def _methods(self, ranges: list[tuple[int, int]]) -> list[ast.stmt] | None:

@@ -27,8 +27,19 @@ from sglang.srt.layers.moe.utils import get_moe_a2a_backend
 
 _BACKEND = get_moe_a2a_backend()
 """
-BLOCKS = 50  # each block holds four sites, one of each shape
+BLOCKS = 40  # each block holds four sites, one of each shape
 LISTS_MORI = 5  # every fifth keyword site lists mori too
+# one class holding a site in each of METHODS methods, each called by another method
+MODEL = "sglang/srt/models/generated_model.py"
+METHODS = 40
+MODEL_HEADER = """\
+from sglang.srt.layers.moe.utils import get_moe_a2a_backend
+
+
+class Model:
+    def __init__(self):
+        self.backend = get_moe_a2a_backend()
+"""
 
 
 def block(i: int) -> str:
@@ -65,6 +76,20 @@ USE_A2A_{i} = _BACKEND.is_deepep() or _BACKEND.is_mooncake()
 """
 
 
+def method(i: int) -> str:
+    """Method ``i`` of the model class, and the method calling it."""
+    return f"""
+    def _uses_ep_a2a_m{i}(self):
+        b = self.backend
+        return b.is_deepep() or b.is_mooncake() or b.is_mori()
+
+    def forward_m{i}(self, x):
+        if self._uses_ep_a2a_m{i}():
+            return self.dispatch_m{i}(x)
+        return x
+"""
+
+
 CANONICAL = "(canonical: is_deepep_class_backend)"
 HELD_BACK = "pplx (held back: no same-role site lists them) " + CANONICAL
 TWO = "enumerates 2 of 5 DeepEP-family backends; missing deepep_v2 (held back), "
@@ -91,20 +116,29 @@ def expected(i: int) -> list[str]:
     ]
 
 
+def expected_method(i: int) -> str:
+    """The finding of method ``i``."""
+    line = MODEL_HEADER.count("\n") + 4 + sum(method(j).count("\n") for j in range(i))
+    return f"{MODEL}:{line}:16: DC001 _uses_ep_a2a_m{i} {THREE}{HELD_BACK}"
+
+
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
     target = tmp_path / "tree"
     shutil.copytree(FIXTURES / "sglang_like", target)
     text = HEADER + "".join(block(i) for i in range(BLOCKS))
     (target / GENERATED).write_text(text)
+    (target / MODEL).write_text(MODEL_HEADER + "".join(method(i) for i in range(METHODS)))
     return target
 
 
-def test_a_file_of_200_sites_of_four_shapes_gives_their_200_findings(tree: Path) -> None:
+def test_200_sites_of_five_shapes_give_their_200_findings(tree: Path) -> None:
     result = CliRunner().invoke(main, [str(tree), "--no-cache"], catch_exceptions=False)
     found = [line for line in result.stdout.splitlines() if line.startswith(GENERATED)]
     assert found == [line for i in range(BLOCKS) for line in expected(i)]
-    assert len(found) == 4 * BLOCKS
+    in_model = [line for line in result.stdout.splitlines() if line.startswith(MODEL)]
+    assert in_model == [expected_method(i) for i in range(METHODS)]
+    assert len(found) + len(in_model) == 200
     assert result.exit_code == 1
 
 
@@ -153,10 +187,12 @@ def test_the_sites_are_the_same_searched_or_indexed_in_pieces_or_whole(
     tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     searched = sites_of(tree, monkeypatch, searches=10**9, whole=False)
-    assert len([s for s in searched if s["path"] == GENERATED]) == 4 * BLOCKS
+    assert len([s for s in searched if s["path"] in (GENERATED, MODEL)]) == 200
     # the roles follow the values to their callers and readers (no vacuous comparison)
     keys = {r["key"] for s in searched if s["path"] == GENERATED for r in s["role"]["reaches"]}
     assert {"call:dispatch_0", "kw:enabled", "set:use_deepep"} <= keys
+    keys = {r["key"] for s in searched if s["path"] == MODEL for r in s["role"]["reaches"]}
+    assert {"call:dispatch_m0", f"call:dispatch_m{METHODS - 1}"} <= keys
     assert sites_of(tree, monkeypatch, searches=0, whole=False) == searched
     assert sites_of(tree, monkeypatch, searches=0, whole=True) == searched
     assert sites_of(tree, monkeypatch, searches=10**9, whole=True) == searched
