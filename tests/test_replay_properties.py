@@ -42,7 +42,13 @@ TABLES = [
     'exclude = ["sglang/srt/models/kimi_like.py"]\n',
     "select = [\n",
 ]
-CONFIG_PLACES = ["", "python"]
+CONFIG_PLACES = ["", "python", "python/sglang/srt"]  # the last one is misplaced: exit 2
+IGNORES = [
+    "sglang/srt/models/kimi_like.py\n",
+    "models/\n",
+    "*.py\n!dense_like.py\n",
+    "# nothing\n",
+]
 CONFIG_NAMES = ["pyproject.toml", "driftcheck.toml"]
 MOVABLE = ["kimi_like.py", "dense_like.py", "clean_like.py"]
 
@@ -57,6 +63,12 @@ edits = st.one_of(
         st.just("unconfigure"), st.sampled_from(CONFIG_PLACES), st.sampled_from(CONFIG_NAMES)
     ),
     st.tuples(st.just("pyproject without a table"), st.sampled_from(CONFIG_PLACES)),
+    st.tuples(
+        st.just("ignore"),
+        st.sampled_from(["", "python", "python/sglang/srt"]),
+        st.sampled_from([".gitignore", ".ignore"]),
+        st.sampled_from(IGNORES),
+    ),
     st.tuples(st.just("edit"), st.sampled_from(MOVABLE)),
     st.tuples(st.just("add"), st.integers(0, 3)),
     st.tuples(st.just("remove"), st.sampled_from(MOVABLE)),
@@ -77,6 +89,9 @@ def apply(repo: Path, edit: tuple, step: int) -> None:
         (repo / place / name).write_text(head + table)
     elif kind == "unconfigure":
         (repo / edit[1] / edit[2]).unlink(missing_ok=True)
+    elif kind == "ignore":
+        _, place, name, lines = edit
+        (repo / place / name).write_text(lines)
     elif kind == "pyproject without a table":
         (repo / edit[1] / "pyproject.toml").write_text('[project]\nname = "x"\n')
     elif kind == "edit" and (models / edit[1]).exists():
