@@ -76,7 +76,12 @@ class Mentions:
         before, after, word, spans, indexing = KINDS[kind]
         # a mention that can span lines is taken from the index only for the whole text: a
         # search of a range stops at its end
-        indexable = name.isascii() and (not spans or end == len(text))
+        # (the index keys a definition by its name less its leading underscores)
+        indexable = (
+            name.isascii()
+            and (not spans or end == len(text))
+            and not (kind == "def" and name.startswith("_"))
+        )
         index = self._indexes.get(kind)
         if index is None and indexable and self._read[kind] >= SEARCHES * max(len(text), 1):
             index = self._indexes[kind] = _index(text, indexing)
