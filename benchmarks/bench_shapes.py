@@ -21,14 +21,16 @@ does, and so each a different path of the role analysis (:mod:`driftcheck.sites.
 * ``method``: ``return``'s two functions as methods of one class holding every site (a class
   parsed with only its hot methods, the others parsed when a question needs them).
 
-Each N's ``driftcheck --no-cache`` run alternates with its peer's, ``ruff check --select
-PLR1714 --no-cache`` on the same tree, ``--runs`` pairs after one that is not counted: each
-side's median, the median of the paired ratios, and the growth of driftcheck's median from
-the previous N (x2 the sites: linear time is about 2.0x, quadratic 4.0x). Then one run per N
-with its peak memory (the process tree's proportional set size, sampled), and one run of
-``--large`` sites of ``--large-shape`` (69,250: issue 31's 20 MB file) with its time and peak
-memory. driftcheck runs as ``python -P -m driftcheck``, its modules compiled to bytecode first
-(as in ``bench_check.py``). Nothing is asserted; the figures are printed.
+Each N's ``driftcheck --no-cache`` run alternates with its peer's, the run on the file of
+half as many sites (as ``bench_sites.py`` alternates 8x the sites with 1x), ``--runs`` pairs
+after one that is not counted: the median time at N, and the median of the paired ratios, the
+growth per doubling (linear time is about 2.0x, quadratic 4.0x; each pair ran side by side, so
+a machine that slows down for a while slows both). The first N is paired with ``ruff check
+--select PLR1714 --no-cache`` on its tree. Then one run per N with its peak memory (the
+process tree's proportional set size, sampled), and one run of ``--large`` sites of
+``--large-shape`` (69,250: issue 31's 20 MB file) with its time and peak memory. driftcheck
+runs as ``python -P -m driftcheck``, its modules compiled to bytecode first (as in
+``bench_check.py``). Nothing is asserted; the figures are printed.
 """
 
 from __future__ import annotations
@@ -217,24 +219,31 @@ def peak_mb(tree: Path) -> float:
 
 
 def shape_figures(scratch: Path, shape: str, sizes: list[int], runs: int, ruff: str) -> None:
-    """Print one shape's table: per N, the medians, the paired ratio, the growth, the peak."""
-    print(f"shape {shape}: {runs} pairs per N, driftcheck against ruff --select PLR1714")
-    print("       N       MB   driftcheck   x prev N      ruff   paired   peak MB")
-    previous: float | None = None
+    """Print one shape's table: per N, the median time, the paired growth from N/2 (ruff's
+    time for the first N), the peak memory."""
+    print(f"shape {shape}: {runs} pairs per N, each against N/2 (the first N against ruff)")
+    print("       N       MB   median    peer median   paired ratio   peak MB")
+    previous: Path | None = None
     for sites in sizes:
         tree = tree_with_sites(scratch / f"{shape}-{sites}", shape, sites)
         size = (tree / GENERATED).stat().st_size
-        mine, theirs, ratios = paired(runs, lambda t=tree: run(t), lambda t=tree: peer(ruff, t))
-        median = statistics.median(mine)
-        growth = f"{median / previous:7.2f}x" if previous else "       -"
+        if previous is None:
+            other: Callable[[], float] = lambda t=tree: peer(ruff, t)  # noqa: E731
+            name = "ruff"
+        else:
+            other, name = (lambda t=previous: run(t)), "N/2"
+        mine, theirs, ratios = paired(runs, lambda t=tree: run(t), other)
         print(
-            f"  {sites:>6} {size / 1e6:>8.1f} {median:>10.2f} s {growth} "
-            f"{statistics.median(theirs):>7.3f} s {statistics.median(ratios):>7.0f}x "
+            f"  {sites:>6} {size / 1e6:>8.1f} {statistics.median(mine):>7.2f} s "
+            f"{statistics.median(theirs):>10.2f} s {statistics.median(ratios):>8.2f}x {name:<5}"
             f"{peak_mb(tree):>8.0f}",
             flush=True,
         )
-        previous = median
-        shutil.rmtree(tree)
+        if previous is not None:
+            shutil.rmtree(previous)
+        previous = tree
+    if previous is not None:
+        shutil.rmtree(previous)
 
 
 def main() -> int:
