@@ -44,13 +44,14 @@ class _Module(ast.Module):
 
     _pending: Callable[[], list[ast.stmt]] | None = None
 
-    @property  # type: ignore[override]
+    @property
     def body(self) -> list[ast.stmt]:
         """The module's statements, those of every piece parsed so far."""
         if self._pending is not None:
             assemble, self._pending = self._pending, None
             self.__dict__["body"] = assemble()
-        return self.__dict__["body"]  # type: ignore[no-any-return]
+        statements: list[ast.stmt] = self.__dict__["body"]
+        return statements
 
     @body.setter
     def body(self, statements: list[ast.stmt]) -> None:
