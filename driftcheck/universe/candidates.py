@@ -197,20 +197,22 @@ def _with_callers(candidate: Candidate, words_of: list[set[bytes]], paths: list[
     return replace(candidate, callers=callers)
 
 
+# a name compared with what follows (``x.name in (``, ``name ==``), right before an enum member
+_COMPARED = re.compile(
+    rb"([A-Za-z_]\w*)\s*(?:[!=]=|\bnot\s+in|\bin|\bis\s+not|\bis)\s*[(\[{]?\s*\Z"
+)
 KEYWORDS = frozenset({"not", "in", "is", "and", "or", "if", "elif", "return", "self", "cls"})
 
 
 def _with_holders(candidate: Candidate, words_of: list[set[bytes]], paths: list[Path]) -> Candidate:
     """An enum ``candidate`` with its value attributes: the names (``x.name`` or ``name``)
     compared with its members (``==``, ``!=``, ``in``, ``not in``, ``is``) in
-    :data:`MIN_FILES` files or more; each file mentioning a member is read again."""
+    :data:`MIN_FILES` files or more; each file mentioning a member is read again, and only
+    the text just before each ``Enum.`` is matched."""
     enum = candidate.domain.enum_class
     if enum is None:
         return candidate
-    compared = re.compile(
-        rb"([A-Za-z_]\w*)\s*(?:[!=]=|\bnot\s+in\b|\bin\b|\bis\s+not\b|\bis\b)\s*"
-        rb"[(\[{]?\s*" + re.escape(enum.name.encode()) + rb"\."
-    )
+    mention = re.compile(re.escape(enum.name.encode()) + rb"\.")
     member_words = {word for word in candidate.words if word.startswith(b".")}
     files: dict[str, int] = {}
     for words, path in zip(words_of, paths, strict=True):
@@ -220,7 +222,12 @@ def _with_holders(candidate: Candidate, words_of: list[set[bytes]], paths: list[
             data = path.read_bytes()
         except OSError:
             continue
-        for name in {m.decode() for m in compared.findall(data)} - KEYWORDS:
+        names = set()
+        for match in mention.finditer(data):
+            before = _COMPARED.search(data, max(0, match.start() - 160), match.start())
+            if before is not None:
+                names.add(before.group(1).decode())
+        for name in names - KEYWORDS:
             files[name] = files.get(name, 0) + 1
     held = tuple(sorted(name for name, count in files.items() if count >= MIN_FILES))
     return replace(candidate, value_attributes=held)
