@@ -60,7 +60,7 @@ SITE_KINDS = ("property", "allowlist", "dispatch")
 POLICY_TABLE = "tool.driftcheck.policies"
 POLICY_KEYS = {"path", "symbol", "allow-missing", "allow-extra", "fix-style", "reason", "kind"}
 GATE_KEYS = {"member", "registry", "register-call"}
-CANONICAL_KEYS = {"predicate", "label"}
+CANONICAL_KEYS = {"predicate", "label", "universe", "seeds"}
 
 
 class ConfigError(Exception):
@@ -106,10 +106,19 @@ class Gate:
 
 @dataclass(frozen=True)
 class Canonical:
-    """One canonical predicate, ``module:qualname``, and how messages name its family."""
+    """One canonical predicate, ``module:qualname``, and how messages name its family.
+
+    A pack names a family by what it is, so that the next release that renames, moves or
+    splits the predicate is still checked: ``universe`` is the setting it ranges over
+    (``module:Class.attribute``, or ``module:Enum``), ``seeds`` other names its predicates
+    have gone by (``use_mori_epv1_kernels``; ``activation_format == Format.Batched`` for a
+    property returning a member of another enum). :mod:`driftcheck.universe.follow` reads them.
+    """
 
     predicate: str
     label: str = ""
+    universe: str = ""
+    seeds: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -486,12 +495,15 @@ def _canonicals(read: _Reader, raw: Any) -> tuple[Canonical, ...]:
         if isinstance(entry, dict):
             read.unknown(f"{where} canonical entry", entry, CANONICAL_KEYS)
             spec, label = entry.get("predicate"), entry.get("label", "")
-            if not isinstance(label, str):
-                raise read.error(
-                    "canonical", f"{where} canonical label must be a string, got {_shown(label)}"
-                )
+            universe = entry.get("universe", "")
+            for key, text in (("label", label), ("universe", universe)):
+                if not isinstance(text, str):
+                    raise read.error(
+                        "canonical", f"{where} canonical {key} must be a string, got {_shown(text)}"
+                    )
+            seeds = read.strings(f"{where} canonical entry", "seeds", entry.get("seeds", []))
         else:
-            spec, label = entry, ""
+            spec, label, universe, seeds = entry, "", "", ()
         if not isinstance(spec, str):
             raise read.error(
                 "canonical", f"{where} canonical must be a list of strings, got {_shown(raw)}"
@@ -501,7 +513,7 @@ def _canonicals(read: _Reader, raw: Any) -> tuple[Canonical, ...]:
                 "canonical",
                 f"{where} canonical entry {_shown(spec)} must look like 'package.module:qualname'",
             )
-        found.append(Canonical(spec, label))
+        found.append(Canonical(spec, label, universe, tuple(seeds)))
     return tuple(found)
 
 

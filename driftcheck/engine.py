@@ -293,6 +293,7 @@ def _check_tree(
         result.problems.append(Problem(exc.path, exc.line, exc.message))
         return result
     result.warnings.extend(every.warnings)
+    result.notes.extend(every.notes)
     if result.inputs is not None:
         result.inputs.update((str(f), stamp_or_none(f)) for f in every.files)
     loaded = every.primary
@@ -542,6 +543,7 @@ def judge_scans(
         # deferred as holding only single checks, and judge again
         _count_problems(result, result.complete(), named)
         findings = _judged(result, codes, named)
+    findings += _unchecked_families(result, codes)
     if named is not None:
         result.scans = {rel: scan for rel, scan in result.scans.items() if rel in named}
     if baseline is not None:
@@ -589,6 +591,36 @@ def _judged(
     for rel in sorted(result.scans):
         if named is None or rel in named:
             findings.extend(judge.judge_file(result.scans[rel]))
+    return findings
+
+
+def _unchecked_families(result: CheckResult, codes: set[str]) -> list[Finding]:
+    """The selected rules' findings about configured families left without a canonical (none
+    found after following, or one outside the interpreter), where no family was inferred in
+    its place; one warning per such family when no selected rule reports it."""
+    every = result.every
+    if every is None or not every.unresolved:
+        return []
+    inferred = {
+        u.universe.enum_module
+        for u in every.universes
+        if any(f.inferred for f in u.universe.families)
+    }
+    unchecked = [
+        u
+        for u in every.unresolved
+        if u.unreadable or u.canonical.predicate.partition(":")[0] not in inferred
+    ]
+    findings = [
+        f for code in sorted(codes) for f in CATALOGUE[code]().canonical_findings(unchecked)
+    ]
+    reported = {f.symbol for f in findings}
+    for entry in unchecked:
+        result.warnings = [w for w in result.warnings if entry.error.message not in w]
+        name = entry.canonical.predicate.rpartition(":")[2]
+        if name not in reported:
+            family = entry.canonical.label or name
+            result.warnings.append(f"the {family} family was not checked: {entry.error.message}")
     return findings
 
 

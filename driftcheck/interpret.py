@@ -4,8 +4,11 @@ It never executes linted code. It understands: ``and``/``or``/``not``; the enum'
 methods (their bodies are interpreted too); ``==``/``!=``/``is``/``in``/``not in`` against enum
 members, their string values and named constants; collections of those (literals, and
 ``frozenset(...)``/``set(...)``/``tuple(...)``/``list(...)`` of a collection); the backend getter
-and aliases of it; and calls to other zero-argument module functions whose bodies are a few
-assignments and a return.
+and aliases of it; and calls to other zero-argument module functions. A body is read statement
+by statement: assignments to locals, ``if``/``elif``/``else`` chains and early returns,
+``match`` over values, and imports (skipped). A predicate may return a member of another enum
+(a *value enum*, ``FusedMoEActivationFormat.BatchedExperts``): such values compare by name, and
+their own zero-argument properties are interpreted too.
 Conditions inside enum methods that fall outside the grammar (``envs.X.get()``) are
 *narrowings*: they become named free variables, evaluated under each setting. Anything else
 raises :class:`Unproven` naming the construct.
@@ -45,6 +48,34 @@ class Backend:
 
 
 @dataclass(frozen=True)
+class EnumValue:
+    """A member of a value enum (not the universe): what ``return Format.Batched`` denotes."""
+
+    enum: str
+    member: str
+
+
+@dataclass(frozen=True)
+class ValueEnum:
+    """An enum whose members predicates return (``-> FusedMoEActivationFormat``): its member
+    names and its zero-argument methods and properties (``is_batched``)."""
+
+    name: str
+    members: frozenset[str]
+    methods: Mapping[str, ast.FunctionDef] = field(default_factory=dict)
+    properties: frozenset[str] = frozenset()
+
+
+class _Pending(Exception):
+    """A statement's condition depends on a narrowing not set yet: the whole evaluation is
+    undecided (None), and the caller sets that narrowing and evaluates again."""
+
+
+_FALLTHROUGH = object()  # a block that ended without returning
+_SKIPPED = (ast.Import, ast.ImportFrom, ast.Pass)
+
+
+@dataclass(frozen=True)
 class HolderClass:
     """What the interpreter knows of one class that holds the setting.
 
@@ -77,6 +108,8 @@ class Scope:
     free: frozenset[str] = frozenset()
     # classes other than the enum whose instances answer predicates about the member
     classes: Mapping[str, HolderClass] = field(default_factory=dict)
+    # enums whose members predicates return, by class name
+    value_enums: Mapping[str, ValueEnum] = field(default_factory=dict)
 
     def defining(self, owner: str, name: str) -> HolderClass | None:
         """The holder class whose method or property ``name`` applies to a ``Backend`` of
@@ -129,24 +162,49 @@ class Interpreter:
     # -- entry points -------------------------------------------------------------------
     def truth(self, expr: ast.expr, local: Mapping[str, object] | None = None) -> Truth:
         """Evaluate ``expr`` to True/False, or None when an unset narrowing decides it."""
-        value = self._eval(expr, dict(local or {}), in_enum=False)
+        try:
+            value = self._eval(expr, dict(local or {}), in_enum=False)
+        except _Pending:
+            return None
         return self._as_truth(value, expr)
 
     def value(self, expr: ast.expr) -> object:
         """Evaluate ``expr`` to whatever it denotes (a member, a collection, a truth value)."""
-        return self._eval(expr, {}, in_enum=False)
+        try:
+            return self._eval(expr, {}, in_enum=False)
+        except _Pending:
+            return None
 
     def call_function(self, name: str) -> Truth:
         """Evaluate a zero-argument module function ``name`` by interpreting its body."""
         func = self.scope.functions.get(name)
         if func is None:
             raise Unproven(f"call to {name}() whose definition is not in the linted tree")
-        return self._as_truth(self._run_body(func, {}, in_enum=False), func)
+        try:
+            return self._as_truth(self._run_body(func, {}, in_enum=False), func)
+        except _Pending:
+            return None
 
     def method(self, name: str, owner: str = "") -> Truth:
         """Evaluate method or property ``name`` (of the enum, or of holder class ``owner``) for
         this interpreter's member."""
-        return self._as_truth(self._call_method(name, None, owner), None)
+        try:
+            return self._as_truth(self._call_method(name, None, owner), None)
+        except _Pending:
+            return None
+
+    def method_equals(self, name: str, owner: str, expected: EnumValue) -> Truth:
+        """Whether method or property ``name`` of ``owner`` returns ``expected`` (a value
+        enum's member) for this interpreter's member."""
+        try:
+            value = self._call_method(name, None, owner)
+        except _Pending:
+            return None
+        if value is None:
+            return None
+        if not isinstance(value, EnumValue):
+            raise Unproven(f"{name} returns {value!r}, not a member of {expected.enum}")
+        return value == expected
 
     # -- internals ----------------------------------------------------------------------
     def _as_truth(self, value: object, node: ast.AST | None) -> Truth:
@@ -181,28 +239,96 @@ class Interpreter:
             body = list(func.body)
             if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
                 body = body[1:]
-            for stmt in body:
-                if (
-                    isinstance(stmt, ast.Assign)
-                    and len(stmt.targets) == 1
-                    and isinstance(stmt.targets[0], ast.Name)
-                ):
-                    local[stmt.targets[0].id] = self._eval(stmt.value, local, in_enum=in_enum)
-                elif (
-                    isinstance(stmt, ast.AnnAssign)
-                    and isinstance(stmt.target, ast.Name)
-                    and stmt.value
-                ):
-                    local[stmt.target.id] = self._eval(stmt.value, local, in_enum=in_enum)
-                elif isinstance(stmt, ast.Return) and stmt.value is not None:
-                    return self._eval(stmt.value, local, in_enum=in_enum)
-                else:
-                    raise Unproven(
-                        f"statement '{_text(stmt).splitlines()[0]}' in {func.name}()", stmt.lineno
-                    )
-            raise Unproven(f"{func.name}() has no return", func.lineno)
+            result = self._block(body, local, func.name, in_enum=in_enum)
+            if result is _FALLTHROUGH:
+                raise Unproven(f"{func.name}() has no return", func.lineno)
+            return result
         finally:
             self._stack.pop()
+
+    def _block(
+        self, body: list[ast.stmt], local: dict[str, object], name: str, *, in_enum: bool
+    ) -> object:
+        """Run statements until one returns (its value), or the block ends (``_FALLTHROUGH``)."""
+        for stmt in body:
+            result = self._statement(stmt, local, name, in_enum=in_enum)
+            if result is not _FALLTHROUGH:
+                return result
+        return _FALLTHROUGH
+
+    def _statement(
+        self, stmt: ast.stmt, local: dict[str, object], name: str, *, in_enum: bool
+    ) -> object:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target = stmt.targets[0]
+            if isinstance(target, ast.Name):
+                local[target.id] = self._eval(stmt.value, local, in_enum=in_enum)
+                return _FALLTHROUGH
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value:
+            local[stmt.target.id] = self._eval(stmt.value, local, in_enum=in_enum)
+            return _FALLTHROUGH
+        elif isinstance(stmt, ast.Return) and stmt.value is not None:
+            return self._eval(stmt.value, local, in_enum=in_enum)
+        elif isinstance(stmt, _SKIPPED) or (
+            isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+        ):
+            return _FALLTHROUGH
+        elif isinstance(stmt, ast.If):
+            test = self._as_truth(self._eval(stmt.test, local, in_enum=in_enum), stmt)
+            if test is None and self._unset_narrowing():
+                raise _Pending
+            if test is not None:
+                body = stmt.body if test else stmt.orelse
+                return self._block(body, local, name, in_enum=in_enum)
+        elif isinstance(stmt, ast.Match):
+            return self._match(stmt, local, name, in_enum=in_enum)
+        raise Unproven(f"statement '{_text(stmt).splitlines()[0]}' in {name}()", stmt.lineno)
+
+    def _unset_narrowing(self) -> bool:
+        """Whether a narrowing met so far has no value yet (an undecided condition then waits
+        for it; otherwise the condition is outside the grammar)."""
+        return any(n not in self.narrowings for n in self.seen_narrowings)
+
+    def _match(
+        self, stmt: ast.Match, local: dict[str, object], name: str, *, in_enum: bool
+    ) -> object:
+        """``match subject:`` over values: the first case whose pattern (and guard) holds."""
+        subject = self._eval(stmt.subject, local, in_enum=in_enum)
+        if subject is None:
+            if self._unset_narrowing():
+                raise _Pending
+            raise Unproven(f"match on '{_text(stmt.subject)}' in {name}()", stmt.lineno)
+        for case in stmt.cases:
+            if not self._pattern(case.pattern, subject, local, in_enum=in_enum):
+                continue
+            if case.guard is not None:
+                guard = self._as_truth(self._eval(case.guard, local, in_enum=in_enum), case.guard)
+                if guard is None:
+                    if self._unset_narrowing():
+                        raise _Pending
+                    raise Unproven(f"guard '{_text(case.guard)}' in {name}()", case.guard.lineno)
+                if not guard:
+                    continue
+            return self._block(case.body, local, name, in_enum=in_enum)
+        return _FALLTHROUGH
+
+    def _pattern(
+        self, pattern: ast.pattern, subject: object, local: dict[str, object], *, in_enum: bool
+    ) -> bool:
+        if isinstance(pattern, ast.MatchAs) and pattern.pattern is None:
+            if pattern.name:
+                local[pattern.name] = subject
+            return True
+        if isinstance(pattern, ast.MatchOr):
+            return any(self._pattern(p, subject, local, in_enum=in_enum) for p in pattern.patterns)
+        if isinstance(pattern, ast.MatchValue):
+            value = self._eval(pattern.value, local, in_enum=in_enum)
+            plain = subject.value if isinstance(subject, Backend) else subject
+            other = value.value if isinstance(value, Backend) else value
+            return plain == other
+        if isinstance(pattern, ast.MatchSingleton):
+            return subject is pattern.value
+        raise Unproven(f"match pattern '{_text(pattern)}'", pattern.lineno)
 
     def _call_method(self, name: str, node: ast.AST | None, owner: str = "") -> object:
         holder = (
@@ -294,6 +420,45 @@ class Interpreter:
             return self._narrowing(node)
         raise Unproven(f"{type(node).__name__} '{_text(node)}'", getattr(node, "lineno", None))
 
+    def _value_enum_attribute(
+        self, node: ast.Attribute, local: dict[str, object], in_enum: bool
+    ) -> tuple[bool, object]:
+        """``(True, value)`` for ``Format.Batched`` (a value enum's member, also through a
+        module: ``mk.Format.Batched``) or ``<value>.is_batched`` (its property)."""
+        base = node.value
+        enum_name = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", None)
+        info = self.scope.value_enums.get(enum_name or "")
+        if info is not None and node.attr in info.members:
+            return True, EnumValue(info.name, node.attr)
+        if isinstance(base, ast.Name) and base.id in local:
+            owner: object = local[base.id]
+        elif isinstance(base, (ast.Attribute, ast.Call)):
+            recorded = dict(self.seen_narrowings)
+            try:
+                owner = self._eval(base, local, in_enum=in_enum)
+            except Unproven:
+                self.seen_narrowings = recorded
+                return False, None
+            if not isinstance(owner, EnumValue):
+                self.seen_narrowings = recorded
+        else:
+            return False, None
+        if isinstance(owner, EnumValue):
+            return True, self._value_enum_method(owner, node.attr, node, call=False)
+        return False, None
+
+    def _value_enum_method(
+        self, owner: EnumValue, name: str, node: ast.AST, *, call: bool
+    ) -> object:
+        info = self.scope.value_enums[owner.enum]
+        func = info.methods.get(name)
+        if func is None or (not call and name not in info.properties):
+            raise Unproven(
+                f"{owner.enum}.{name} is not a zero-argument property of the enum",
+                getattr(node, "lineno", None),
+            )
+        return self._run_body(func, {"self": owner}, in_enum=True)
+
     def _member_value(self, node: ast.expr, local: dict[str, object], in_enum: bool) -> str:
         value = self._eval(node, local, in_enum=in_enum)
         if isinstance(value, Backend):
@@ -309,6 +474,10 @@ class Interpreter:
             if value is None:
                 raise Unproven(f"{self.scope.enum_name}.{node.attr} is not a member", node.lineno)
             return Backend(value)
+        if self.scope.value_enums:
+            found, held = self._value_enum_attribute(node, local, in_enum)
+            if found:
+                return held
         if node.attr == "value" or self.scope.classes:
             recorded = dict(self.seen_narrowings)
             try:
@@ -361,6 +530,8 @@ class Interpreter:
             except Unproven:
                 owner = None
             self.seen_narrowings = recorded
+            if isinstance(owner, EnumValue):
+                return self._value_enum_method(owner, func.attr, node, call=True)
             if isinstance(owner, Backend):
                 saved = self.member
                 self.member = owner.value

@@ -66,7 +66,8 @@ class Family:
     """A canonical predicate, e.g. ``is_deepep_class_backend``, and the members its body accepts.
 
     ``access`` is how code calls it (``function``: ``name()``, ``method``: ``x.name()``,
-    ``property``: ``x.name``, ``constant``: ``x in NAME``, ``inferred``: no helper exists);
+    ``property``: ``x.name``, ``constant``: ``x in NAME``, ``inferred``: no helper exists,
+    ``union``: several predicates, ``a | b``, or a property compared with an enum member);
     ``owner`` the class defining a method or property; ``universe`` the name of the universe
     it ranges over; ``conditions`` the narrowing texts each member is accepted under;
     ``inferred_from`` the number of hand-written copies an inferred family was read from
@@ -112,7 +113,12 @@ class Family:
         return f"inferred from {counts} hand-written copies in {files}"
 
     def call_text(self) -> str:
-        """How a message names a call of it: ``is_x()``, ``.use_x``, ``.is_x()``, ``NAME``."""
+        """How a message names a call of it: ``is_x()``, ``.use_x``, ``.is_x()``, ``NAME``; for a
+        family read from several predicates (``access == "union"``, ``name`` ``a | b``),
+        ``Owner.a or Owner.b``."""
+        if self.access == "union":
+            owner = f"{self.owner}." if self.owner else ""
+            return " or ".join(f"{owner}{part}" for part in self.name.split(" | "))
         if self.access == "property":
             return f".{self.name}"
         if self.access == "method":

@@ -13,6 +13,7 @@ from .dc010_allowlist_drift import AllowlistDrift
 from .dc011_dispatch_drift import DispatchDrift
 from .dc020_role_consensus import RoleConsensus
 from .dc021_named_refusal import NamedRefusal
+from .dc030_no_canonical import FamilyWithoutCanonical
 
 CATALOGUE: dict[str, type[Rule]] = {
     rule.code: rule
@@ -26,6 +27,7 @@ CATALOGUE: dict[str, type[Rule]] = {
         DispatchDrift,
         RoleConsensus,
         NamedRefusal,
+        FamilyWithoutCanonical,
     )
 }
 

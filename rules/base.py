@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from driftcheck.config import Config
     from driftcheck.fix.plan import FileContext, Rewrite, SiteJob
     from driftcheck.scan import FileScan
+    from driftcheck.universe.load import Unresolved
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,11 @@ class Rule:
 
     def check(self, site: Site, judgement: Judgement) -> list[Finding]:
         """Findings for ``site`` (usually zero or one)."""
+        return []
+
+    def canonical_findings(self, unresolved: Sequence[Unresolved]) -> list[Finding]:
+        """Run-level hook: findings about the configured families the run could not read a
+        canonical for (:attr:`driftcheck.universe.Loaded.unresolved`)."""
         return []
 
     def finish_file(self, scan: FileScan, used: set[int], codes: set[str]) -> list[Finding]:

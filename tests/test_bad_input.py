@@ -484,7 +484,9 @@ def test_unknown_keys_are_warnings_naming_each_key(runner: CliRunner, sglang_lik
             'canonical = ["sglang.srt.layers.moe.utils:is_missing"]',
             ":2: canonical predicate sglang.srt.layers.moe.utils:is_missing: nothing named is_missing "
             "in sglang/srt/layers/moe/utils.py (looked for a function, a method or property, and a "
-            "constant), and no family could be inferred from the tree's copies instead",
+            "constant); no predicate follows it (considered: is_deepep_class_backend, "
+            "uses_per_rank_shared_slots), and no family could be inferred from the tree's copies "
+            "instead",
             id="function-not-found",
         ),
         pytest.param(

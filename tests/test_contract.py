@@ -92,8 +92,8 @@ def test_a_lower_case_rule_code_is_an_error_naming_the_code(
     assert result.exit_code == 2
     assert result.stderr == (
         "error: --select: unknown rule code or prefix 'dc001'; did you mean 'DC001'? (known "
-        "codes: DC001, DC002, DC003, DC004, DC005, DC010, DC011, DC020, DC021; prefixes such as DC0 "
-        "and DC00, and ALL)\n"
+        "codes: DC001, DC002, DC003, DC004, DC005, DC010, DC011, DC020, DC021, DC030; prefixes "
+        "such as DC0 and DC00, and ALL)\n"
     )
 
 

@@ -47,6 +47,11 @@ def helper_call(ctx: FileContext, job: SiteJob, receivers: frozenset[str]) -> st
     family = job.family
     if family.access == "constant":
         return membership_test(ctx, job, receivers)
+    if family.access == "union":
+        raise Refusal(
+            f"the family is read from {family.call_text()}, not one helper; rewrite it by hand "
+            "(or use --fix-style minimal)"
+        )
     if family.access not in ("method", "property"):
         return f"{family.name}()"
     if len(receivers) != 1:

@@ -95,6 +95,15 @@ class _Search:
                     )
             if isinstance(node, ast.Compare) and owner is not None:
                 self._compare(module, owner, node)
+            elif isinstance(node, ast.Match) and owner is not None:
+                # ``match self._kind: case Kind.A | Kind.B:`` compares the subject with each
+                # pattern's values, as ``self._kind in (Kind.A, Kind.B)`` does
+                values = [p.value for p in ast.walk(node) if isinstance(p, ast.MatchValue)]
+                self._compare(
+                    module,
+                    owner,
+                    ast.Compare(node.subject, [ast.In()], [ast.Tuple(values, ast.Load())]),
+                )
 
     def _call(self, module: ModuleSource, name: str) -> None:
         func = module.functions.get(name)
@@ -111,6 +120,8 @@ class _Search:
         attrs = attributes_of(sides, "self")
         if not attrs:
             return
+        # a module-level constant (``self._kind in _SHARED``) stands for its collection
+        sides = [_constant_value(module, side) for side in sides]
         for side in sides:
             for value in _values(side):
                 if isinstance(value, str):
@@ -122,6 +133,17 @@ class _Search:
                     if found is not None:
                         self.enum = self.enum or found
                         self.setting = self.setting or (module, owner, attrs[0])
+
+
+def _constant_value(module: ModuleSource, node: ast.expr) -> ast.expr:
+    """The collection a module-level constant ``node`` names (``frozenset({...})`` unwrapped),
+    else ``node`` itself."""
+    if not isinstance(node, ast.Name) or node.id not in module.assigned:
+        return node
+    value = module.assigned[node.id]
+    if isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
+        value = value.args[0]
+    return value if isinstance(value, (ast.Tuple, ast.List, ast.Set)) else node
 
 
 def attributes_of(sides: list[ast.expr], name: str) -> list[str]:

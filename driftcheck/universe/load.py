@@ -16,11 +16,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..config import Canonical, Config
-from ..interpret import Interpreter, Scope, Unproven, member_truths
-from ..model import Family, Universe
+from ..interpret import EnumValue, Interpreter, Scope, Unproven, member_truths
+from ..model import Conditions, Family, Universe
 from .domain import Domain, find_domain
 from .enums import is_enum_class
-from .locate import Located, locate
+from .follow import Followed, NoCanonical, Part, follow
+from .locate import Located
 from .source import ModuleSource, SourceIndex, UniverseError
 from .vocabulary import Vocabulary, build_vocabulary, truth_summary
 
@@ -38,6 +39,18 @@ class LoadedUniverse:
     files: tuple[Path, ...]
 
 
+@dataclass(frozen=True)
+class Unresolved:
+    """A configured family the run could not read a canonical for: none is left in the tree
+    (``considered``: the predicates looked at), or the one found is outside the interpreter
+    (``unreadable``); ``error`` says where and why."""
+
+    canonical: Canonical
+    error: UniverseError
+    considered: tuple[str, ...] = ()
+    unreadable: bool = False
+
+
 @dataclass
 class Loaded:
     """Every universe of a run, the files defining them, and what could not be loaded."""
@@ -45,6 +58,10 @@ class Loaded:
     universes: list[LoadedUniverse] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     missing: list[UniverseError] = field(default_factory=list)  # canonicals not found
+    # canonicals that resolved to nothing readable (the no-canonical rule reports them)
+    unresolved: list[Unresolved] = field(default_factory=list)
+    # what following a renamed canonical chose, said as ``note: ...``
+    notes: list[str] = field(default_factory=list)
     # nothing was configured: the universes are the tree's recurring candidates
     # (:mod:`.candidates`), kept only where a family is inferred for them
     inferred: bool = False
@@ -107,12 +124,63 @@ class _Builder:
                 vocabulary.scope.functions = {**extra.functions, **vocabulary.scope.functions}
         return key
 
-    def family(self, canonical: Canonical, located: Located, key: str) -> Family:
-        _, vocabulary, _, _ = self.by_key[key]
-        scope = vocabulary.scope
+    def family(self, canonical: Canonical, followed: Followed, key: str) -> Family:
+        """The family of ``followed``'s predicates (several: their union) over ``key``."""
+        _, vocabulary, families, _ = self.by_key[key]
         values = tuple(m.value for m in vocabulary.members)
+        accepted: set[str] = set()
+        partial: dict[str, set[str]] = {}
+        outright: set[str] = set()
+        for part in followed.parts:
+            members, conditions = self._part_members(part, vocabulary.scope, values)
+            accepted |= members
+            conditional = dict(conditions)
+            for member in members:
+                if member in conditional:
+                    partial.setdefault(member, set()).update(conditional[member])
+                else:
+                    outright.add(member)
+        ordered: list[str] = []
+        for part in followed.parts:
+            ordered += [
+                v
+                for v in _source_order(part.located, vocabulary, families)
+                if v in accepted and v not in ordered
+            ]
+        ordered += [v for v in values if v in accepted and v not in ordered]
+        conditions: Conditions = tuple(
+            (m, tuple(sorted(partial[m]))) for m in ordered if m in partial and m not in outright
+        )
+        first = followed.parts[0].located
+        union = len(followed.parts) > 1
+        access = {
+            "function": "function",
+            "staticmethod": "function",
+            "classmethod": "function",
+        }.get(first.kind, first.kind)
+        name = " | ".join(p.located.name for p in followed.parts)
+        if followed.parts[0].expected:
+            name = followed.parts[0].qualname.partition(".")[2] or followed.parts[0].qualname
+            access = "union"
+        return Family(
+            name=name,
+            qualified=f"{first.module.name}:" + " | ".join(p.qualname for p in followed.parts),
+            path=self.index.rel(first.module.path),
+            line=first.line,
+            members=tuple(ordered),
+            label=canonical.label or self.config.label or first.name,
+            access="union" if union else access,
+            owner=first.owner.name if first.owner is not None else "",
+            universe=_universe_name(self.by_key[key][0]),
+            conditions=conditions,
+        )
+
+    def _part_members(
+        self, part: Part, scope: Scope, values: tuple[str, ...]
+    ) -> tuple[frozenset[str], Conditions]:
+        located = part.located
         try:
-            table = self._table(scope, located, values)
+            table = self._table(scope, located, values, part.expected)
         except Unproven as exc:
             raise UniverseError(
                 self.index.rel(located.module.path),
@@ -120,30 +188,9 @@ class _Builder:
                 f"interpret: {exc.construct}",
                 exc.line or located.line,
             ) from exc
-        accepted, conditions = truth_summary(table)
-        ordered = [
-            v for v in _source_order(located, vocabulary, self.by_key[key][2]) if v in accepted
-        ]
-        ordered += [v for v in values if v in accepted and v not in ordered]
-        access = {
-            "function": "function",
-            "staticmethod": "function",
-            "classmethod": "function",
-        }.get(located.kind, located.kind)
-        return Family(
-            name=located.name,
-            qualified=f"{located.module.name}:{located.qualname}",
-            path=self.index.rel(located.module.path),
-            line=located.line,
-            members=tuple(ordered),
-            label=canonical.label or self.config.label or located.name,
-            access=access,
-            owner=located.owner.name if located.owner is not None else "",
-            universe=_universe_name(self.by_key[key][0]),
-            conditions=conditions,
-        )
+        return truth_summary(table)
 
-    def _table(self, scope: Scope, located: Located, values: tuple[str, ...]):
+    def _table(self, scope: Scope, located: Located, values: tuple[str, ...], expected: str | None):
         if located.kind == "constant":
             value = located.value
             assert value is not None
@@ -153,9 +200,54 @@ class _Builder:
             if located.owner.name == scope.enum_name:
                 return member_truths(scope, values, lambda interp: interp.method(located.name))
             owner = located.owner.name
+            if expected is not None:
+                enum, _, member = expected.rpartition(".")
+                wanted = EnumValue(enum.rpartition(".")[2], member)
+                return member_truths(
+                    scope, values, lambda interp: interp.method_equals(located.name, owner, wanted)
+                )
             return member_truths(scope, values, lambda interp: interp.method(located.name, owner))
         local = replace(scope, functions={**scope.functions, SITE_FUNCTION: located.function})
         return member_truths(local, values, lambda interp: interp.call_function(SITE_FUNCTION))
+
+
+def configured_domain(index: SourceIndex, spec: str) -> Domain | None:
+    """The universe a canonical entry names: ``module:Class.attribute`` (a setting held by
+    ``Class``) or ``module:Enum``; None when the tree does not hold it."""
+    dotted, _, qualname = spec.partition(":")
+    module = index.module(dotted)
+    if module is None:
+        return None
+    cls_name, _, attr = qualname.partition(".")
+    cls = module.classes.get(cls_name)
+    if cls is None:
+        return None
+    if not attr:
+        return Domain(module, cls) if is_enum_class(cls, module) else None
+    return Domain(None, None, module, cls, attr)
+
+
+def _add_family(builder: _Builder, canonical: Canonical, followed: Followed) -> None:
+    """Build ``followed``'s universe (the configured one, when the predicate's own body reads
+    as another) and its family, recorded on that universe."""
+    first = followed.parts[0].located
+    configured = (
+        configured_domain(builder.index, canonical.universe) if canonical.universe else None
+    )
+    try:
+        domain = find_domain(builder.index, first)
+    except UniverseError:
+        if configured is None:
+            raise
+        domain = configured
+    if configured is not None and domain.key != configured.key:
+        domain = configured
+    key = builder.universe_for(domain, first.module)
+    family = builder.family(canonical, followed, key)
+    builder.by_key[key][2].append(family)
+    for part in followed.parts:
+        if part.located.module.path not in builder.by_key[key][3]:
+            builder.by_key[key][3].append(part.located.module.path)
 
 
 def _constant_truth(interp: Interpreter, value: ast.expr) -> bool:
@@ -226,19 +318,40 @@ def load_universes(root: Path, config: Config) -> Loaded:
     loaded = Loaded()
     missing: list[str] = []
     failures: list[UniverseError] = []
+    unreadable: list[UniverseError] = []
     for canonical in config.canonicals:
         try:
-            located = locate(builder.index, canonical.predicate)
+            followed = follow(builder.index, canonical)
         except UniverseError as exc:
             failures.append(exc)
             missing.append(canonical.predicate.partition(":")[0])
+            considered = exc.considered if isinstance(exc, NoCanonical) else ()
+            loaded.unresolved.append(Unresolved(canonical, exc, considered))
             continue
-        domain = find_domain(builder.index, located)
-        key = builder.universe_for(domain, located.module)
-        family = builder.family(canonical, located, key)
-        builder.by_key[key][2].append(family)
-        if located.module.path not in builder.by_key[key][3]:
-            builder.by_key[key][3].append(located.module.path)
+        try:
+            _add_family(builder, canonical, followed)
+        except UniverseError as exc:
+            if followed.note:
+                # what the follow chose does not read as the family: as if nothing followed
+                gone = UniverseError(
+                    exc.path,
+                    f"canonical predicate {canonical.predicate}: {followed.note} does not read "
+                    f"as its family ({exc.message})",
+                    exc.line,
+                )
+                failures.append(gone)
+                missing.append(canonical.predicate.partition(":")[0])
+                considered = tuple(p.qualname for p in followed.parts)
+                loaded.unresolved.append(Unresolved(canonical, gone, considered))
+                continue
+            # one canonical outside the interpreter never disables the others
+            unreadable.append(exc)
+            loaded.unresolved.append(Unresolved(canonical, exc, unreadable=True))
+            continue
+        if followed.note:
+            loaded.notes.append(followed.note)
+    if unreadable and not any(entry[2] for entry in builder.by_key.values()):
+        raise unreadable[0]  # no canonical could be read at all: the run cannot do its job
     if not builder.order and not config.canonicals and not config.enum:
         loaded.inferred = True
         from .candidates import candidate_universes, helper_families  # no pack: inferred

@@ -12,13 +12,21 @@ from __future__ import annotations
 import ast
 import functools
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from ..interpret import HolderClass, Interpreter, Scope, Truth, Unproven, member_truths
+from ..interpret import (
+    HolderClass,
+    Interpreter,
+    Scope,
+    Truth,
+    Unproven,
+    ValueEnum,
+    member_truths,
+)
 from ..model import Conditions, Member, MethodPredicate
 from .domain import Domain, returned_class
-from .enums import enum_members, zero_arg_methods
+from .enums import enum_members, is_enum_class, zero_arg_methods
 from .source import ModuleSource, SourceIndex
 
 Table = dict[str, dict[tuple[tuple[str, bool], ...], bool]]
@@ -120,7 +128,28 @@ def _string_members(domain: Domain, index: SourceIndex) -> tuple[Member, ...]:
         if not values:
             values = _compared_strings(domain.holder, domain.setting)
     values += [v for v in sorted(domain.strings) if v not in values]
+    if domain.holder is not None and domain.setting is not None:
+        values += [
+            v
+            for v in _constant_strings(domain.holder, domain.setting, domain.holder_module)
+            if v not in values
+        ]
     return tuple(Member(value, value) for value in values)
+
+
+def _constant_strings(cls: ast.ClassDef, attr: str, module: ModuleSource) -> list[str]:
+    """Strings of the module-level constants ``self.<attr>`` is tested for membership in
+    (``self.exchange in _SLOW_EXCHANGES``), in source order."""
+    found: list[str] = []
+    for node in ast.walk(cls):
+        if not (isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute)):
+            continue
+        if node.left.attr != attr:
+            continue
+        for side in node.comparators:
+            if isinstance(side, ast.Name) and side.id in module.constants:
+                found += sorted(v for v in module.constants[side.id] if v not in found)
+    return found
 
 
 def _annotated_class(annotation: ast.expr | None) -> str | None:
@@ -226,6 +255,72 @@ def holder_names(
     return frozenset(names)
 
 
+def _member_constants(
+    module: ModuleSource, enum_name: str, members: tuple[Member, ...]
+) -> dict[str, frozenset[str]]:
+    """Module-level constants holding members of the enum (``_SHARED = frozenset({Kind.CPU,
+    Kind.NPU})``), as the members' values."""
+    by_attr = {m.attr: m.value for m in members}
+    found: dict[str, frozenset[str]] = {}
+    for name, value in module.assigned.items():
+        if isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
+            value = value.args[0]
+        if not isinstance(value, (ast.Tuple, ast.List, ast.Set)) or not value.elts:
+            continue
+        items = [
+            by_attr.get(e.attr)
+            for e in value.elts
+            if isinstance(e, ast.Attribute) and getattr(e.value, "id", None) == enum_name
+        ]
+        if len(items) == len(value.elts) and all(items):
+            found[name] = frozenset(v for v in items if v)
+    return found
+
+
+def _imported_in(func: ast.FunctionDef, name: str) -> str | None:
+    """The module ``from M import name`` inside ``func``'s body names (a deferred import)."""
+    for node in ast.walk(func):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and not node.level
+            and any((alias.asname or alias.name) == name for alias in node.names)
+        ):
+            return node.module
+    return None
+
+
+def value_enums(
+    index: SourceIndex, holders: Mapping[str, tuple[ModuleSource, ast.ClassDef]]
+) -> dict[str, ValueEnum]:
+    """The enums a holder's methods are annotated to return (``-> "FusedMoEActivationFormat"``),
+    found in the tree through the module's imports or an import inside the method."""
+    found: dict[str, ValueEnum] = {}
+    for module, cls in holders.values():
+        for func in zero_arg_methods(cls, module)[0].values():
+            name = returned_class(func)
+            if not name or name in found:
+                continue
+            where = index.resolve_class(module, name)
+            origin = _imported_in(func, name)
+            if where is None and origin is not None:
+                other = index.module(origin)
+                if other is not None and name in other.classes:
+                    where = other, other.classes[name]
+            if where is None or not is_enum_class(where[1], where[0]):
+                continue
+            methods, properties = zero_arg_methods(where[1], where[0])
+            members = frozenset(
+                t.id
+                for stmt in where[1].body
+                if isinstance(stmt, ast.Assign)
+                for t in stmt.targets
+                if isinstance(t, ast.Name) and not t.id.startswith("_")
+            )
+            found[name] = ValueEnum(name, members, methods, properties)
+    return found
+
+
 def build_vocabulary(
     index: SourceIndex,
     domain: Domain,
@@ -264,6 +359,8 @@ def build_vocabulary(
         functions = {**module.functions, **functions}
         constants = {**module.constants, **constants}
         if enum_cls is not None:
+            constants = {**_member_constants(module, enum_cls.name, members), **constants}
+        if enum_cls is not None:
             getters |= {
                 name
                 for name, func in module.functions.items()
@@ -280,6 +377,7 @@ def build_vocabulary(
             dict.fromkeys([*value_attributes, *([domain.setting] if domain.setting else [])])
         ),
         classes=holders,
+        value_enums=value_enums(index, holders_found),
     )
     values = tuple(m.value for m in members)
     predicates: dict[str, MethodPredicate] = {}
