@@ -155,3 +155,39 @@ def test_a_stand_in_handed_a_tensor_the_block_does_not_use_again_is_recorded(
             "arguments": "tensor[10, 64] float32",
         }
     ]
+
+
+def test_sites_that_meet_in_one_block_take_the_arms_their_fixes_add_together(
+    tree: Path,
+) -> None:
+    """Two sites of one block: the shared-expert layout misses deepep_v2 and pplx, the TP
+    reduce's predicate misses mori. No member is missed by both, yet the fixes, together,
+    add deepep_v2 to the block: it is the test arm, and the fixed block is confirmed."""
+    edit(
+        tree,
+        "        self.ep_a2a = _uses_ep_a2a()\n",
+        "        self.ep_a2a = _uses_ep_a2a()\n"
+        "        b = get_moe_a2a_backend()\n"
+        "        self.skip_reduce = b.is_deepep() or b.is_mooncake() or b.is_deepep_v2() or b.is_pplx()\n",
+    )
+    edit(
+        tree,
+        "if self.tp_size > 1 and not self.ep_a2a:",
+        "if self.tp_size > 1 and not self.skip_reduce:",
+    )
+    edit(
+        tree,
+        '            "replicated" if self.ep_a2a else "tp",\n',
+        '            parallel_group="replicated" if self.ep_a2a else "tp",\n',
+    )
+    result = check([tree], use_cache=False, select=["DC001"])
+    findings = attach_fixes(result, result.findings, "minimal", unsafe=True)
+    assert len(findings) == 2
+    [unit] = run_layer(result, [prove(result, f) for f in findings], LayerSettings())["units"]
+    assert unit["arms"] == {
+        "reference": "deepep",
+        "test": "deepep_v2",
+        "control": "mooncake",
+        "others": [],
+    }
+    assert unit["verdict"] == "confirmed"

@@ -7,6 +7,7 @@ substitutes it called and the stand-ins whose answers it used (:mod:`.standins`)
 from __future__ import annotations
 
 import inspect
+import sys
 import time
 import traceback
 from collections.abc import Callable
@@ -16,10 +17,11 @@ from typing import Any
 
 import torch
 
+from .config_class import class_defaults, config_imports
 from .pack import VerifyPack
 from .parameters import default_dtype, draw_own_parameters
 from .sandbox import Sandbox, module_path
-from .standins import CURRENT, Call, HandedWatch, Ledger, StandInUsed, Use
+from .standins import CURRENT, Call, HandedWatch, Ledger, StandInModule, StandInUsed, Use
 from .substitutes import CollectiveMismatch, RunContext, SubstituteModule, object_value, substitute
 from .trace import LineTrace
 
@@ -28,8 +30,16 @@ class CannotBuild(Exception):
     """The harness cannot construct or call the block (a parameter it cannot supply)."""
 
 
+class MissingField(AttributeError):
+    """The block read a field the harness's model configuration does not have."""
+
+
 class ModelConfig:
-    """The model configuration a block reads: the pack's fields, and None for any other."""
+    """The model configuration a block reads: the pack's fields. Any other field is missing,
+    as in a configuration that does not declare it: ``getattr(config, "n_group", 0)`` takes
+    the tree's own default, ``hasattr`` is False, and a plain read raises
+    :class:`MissingField` (the harness cannot provide the field: the run is inconclusive,
+    naming it), never None."""
 
     def __init__(self, fields: dict[str, Any]) -> None:
         self.__dict__.update(fields)
@@ -39,7 +49,9 @@ class ModelConfig:
         if attr.startswith("__"):
             raise AttributeError(attr)
         self.__dict__["_unset"].add(attr)
-        return None
+        raise MissingField(
+            f"the harness's model configuration has no field {attr!r} ([verify.config] gives none)"
+        )
 
     def get(self, key: str, default: Any = None) -> Any:
         """``dict.get`` for configurations read as mappings."""
@@ -70,6 +82,35 @@ def model_config(ctx: RunContext) -> ModelConfig:
     """The configuration object: ``[verify.config]`` and the configuration's own fields."""
     fields = {**ctx.pack.config, **ctx.configuration.config}
     return ModelConfig({name: ctx.value(spec, name) for name, spec in fields.items()})
+
+
+def _adopt_defaults(
+    config: ModelConfig, ctx: RunContext, sandbox: Sandbox, configs: dict[str, list[str]]
+) -> None:
+    """The defaults of the tree's own configuration classes, for every field the pack does
+    not give (the shape's sizes and the pack's stated premises come first)."""
+    classes = [
+        getattr(sys.modules.get(name), cls, None)
+        for name, names in configs.items()
+        for cls in names
+    ]
+    given = {**ctx.pack.config, **ctx.configuration.config}
+    for name, value in class_defaults(classes).items():
+        if name not in given:
+            config.__dict__[name] = value
+
+
+def _import_configs(sandbox: Sandbox, configs: dict[str, list[str]]) -> list[str]:
+    """Execute the configuration modules; one that raises is a stand-in module instead (its
+    classes give no defaults). The ones that could not be executed, with why."""
+    failed = []
+    for name in configs:
+        try:
+            sandbox.import_module(name)
+        except Exception as exc:  # the tree's module: whatever it raises
+            sys.modules[name] = StandInModule(name, sandbox.resolve)
+            failed.append(f"{name}: {type(exc).__name__}: {exc}")
+    return failed
 
 
 def _argument(spec: str, ctx: RunContext, config: ModelConfig) -> Any:
@@ -149,10 +190,11 @@ def execute(
 ) -> Execution:
     """Build class ``block`` of ``module`` (executed from ``text``) and run its forward on
     ``hidden`` (this rank's rows)."""
+    configs = config_imports(text, pack.config_modules)
     sandbox = Sandbox(
         root,
         {module: text},
-        executed_modules,
+        (*executed_modules, *configs),
         pack.stand_in_packages,
         lambda name: _substitute(name, pack, ctx, cache),
     )
@@ -172,7 +214,9 @@ def execute(
         with sandbox, torch.device(ctx.device), default_dtype(ctx.dtype), torch.no_grad():
             ctx.member_source = lambda: sandbox.import_module(ctx.enum_module)
             try:
+                _import_configs(sandbox, configs)
                 cls = getattr(sandbox.import_module(module), block)
+                _adopt_defaults(config, ctx, sandbox, configs)
                 ledger.active = True
                 with trace, HandedWatch():
                     instance = cls(
@@ -190,6 +234,9 @@ def execute(
                 error = f"the block used {exc.name} as a {exc.use} at {stand_in.where}"
             except CannotBuild as exc:
                 error = str(exc)
+            except MissingField as exc:
+                where = _tree_frame(exc, files, root)
+                error = f"{exc}" + (f", which the block reads at {where}" if where else "")
             except CollectiveMismatch as exc:
                 where = _tree_frame(exc, files, root)
                 failure = f"{exc}" + (f" at {where}" if where else "")

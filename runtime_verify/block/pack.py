@@ -54,6 +54,9 @@ class VerifyPack:
     controls: tuple[str, ...] = ()
     stand_in_packages: tuple[str, ...] = ()
     executed_modules: tuple[str, ...] = ()
+    # packages holding the model configuration classes a block's module imports: executed,
+    # and their ``__init__`` defaults give the fields the shape does not size
+    config_modules: tuple[str, ...] = ()
     block_arguments: Mapping[str, str] = field(default_factory=dict)
     forward_arguments: Mapping[str, str] = field(default_factory=dict)
     substitutes: Mapping[str, str] = field(default_factory=dict)
@@ -150,6 +153,7 @@ def read_verify_pack(table: Mapping[str, Any]) -> VerifyPack:
         controls=_strings(table, "controls"),
         stand_in_packages=_strings(table, "stand-in-packages"),
         executed_modules=_strings(table, "executed-modules"),
+        config_modules=_strings(table, "config-modules"),
         block_arguments=_string_table(table, "block-arguments"),
         forward_arguments=_string_table(table, "forward-arguments"),
         substitutes=_string_table(table, "substitutes"),

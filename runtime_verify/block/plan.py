@@ -7,8 +7,10 @@ and family are one unit, fixed together as ``--fix`` writes the file (0.5.21's
 ``KimiK3MoE._ep_a2a`` and ``KimiK3DecoderLayer._sp_moe`` are one such pair). The unit runs the
 block its sites' role operations sit in (the class holding most of them), and its arms are
 chosen from the sites' truth tables: a reference every site includes, a test arm every site's
-fix adds, a control: a second member every site includes, and every other member the sites
-include (the fix must leave each of them as it was).
+fix adds (sites that meet in one block: a member their fixes add together, one every site
+includes after the fix and some site misses before it), a control: a second member every
+site includes, and every other member the sites include (the fix must leave each of them as
+it was).
 """
 
 from __future__ import annotations
@@ -128,10 +130,15 @@ def choose_arms(
         return all(accepts(p, member, phase) is True for p in proofs)
 
     included = [m for m in every if all_accept(m, "before")]
+    # sites that meet in one block are fixed together: a member their fixes add together is
+    # one every site includes after the fix that some site misses before it (another may
+    # already include it, or include it only under an input the harness does not choose)
     added = [
         m
         for m in every
-        if all_accept(m, "after") and all(accepts(p, m, "before") is False for p in proofs)
+        if all_accept(m, "after")
+        and m not in included
+        and any(accepts(p, m, "before") is False for p in proofs)
     ]
     preferred = given or pack.arms or (None, None)
     reference = preferred[0] if preferred[0] in included else (included[0] if included else None)

@@ -40,6 +40,11 @@ def run_block_job(
 ) -> dict[str, Any]:
     """Run ``job`` as rank ``placement.rank``; rank 0 returns the report (others ``{}``)."""
     apply_rank_environment(job.settings.dispatcher)
+    # the tree's code runs eagerly: a torch.compile of it runs the function as written (its
+    # compiler backend is the runtime's, which the harness does not provide)
+    import torch._dynamo
+
+    torch._dynamo.config.disable = True
     device = rank_device(job.settings.device, placement)
     if device.type == "cuda":
         torch.cuda.set_device(device)

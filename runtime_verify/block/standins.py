@@ -3,8 +3,8 @@
 A module executed from the tree imports much of its codebase's runtime (kernels, server
 state, distributed groups). What the harness does not provide is answered by a
 :class:`StandIn`: it can be called, indexed, iterated (empty), used as a decorator (it hands
-the decorated function back), a context manager, a base class (``__mro_entries__``: a plain
-``object`` base) and the second argument of ``isinstance`` (never an instance), and it is
+the decorated function back), a context manager, a base class (``__mro_entries__``: an empty
+class of its own) and the second argument of ``isinstance`` (never an instance), and it is
 falsy. Each *use* that lets its arbitrary answer decide something is recorded in the
 :class:`Ledger` with the line of the tree that made it:
 
@@ -25,6 +25,7 @@ value decides nothing until one of the above happens to it.
 
 from __future__ import annotations
 
+import linecache
 import sys
 import types
 from collections.abc import Callable, Iterator
@@ -182,6 +183,36 @@ def ledger() -> Ledger:
     return CURRENT[-1]
 
 
+def _decorator_factory(name: str) -> bool:
+    """Whether the call in progress is a decorator factory's (``@register(Proxy)``: its
+    result decorates the class below, so it is not the class it was given): the tree's line
+    calling it is a decorator with arguments, and the stand-in is not itself a call's
+    result (``register(Proxy)(cls)`` hands ``cls`` back)."""
+    if name.endswith("()"):
+        return False
+    frame = sys._getframe(2)
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+    return line.startswith("@") and "(" in line
+
+
+_BASES: dict[str, type] = {}
+
+
+def _base_class(name: str) -> type:
+    """The empty class a stand-in base becomes: one per stand-in, so that a class with two
+    stand-in bases (``class A(Mixin1, Mixin2)``) has two distinct bases, not ``object`` twice."""
+    if name not in _BASES:
+
+        def __init__(self: object, *args: object, **kwargs: object) -> None:
+            # what the runtime's base would do with the arguments is not provided; the next
+            # base in the MRO (``nn.Module``, ``object``) is initialised without them
+            super(base, self).__init__()
+
+        base = type(name.rsplit(".", 1)[-1], (), {"__stand_in__": name, "__init__": __init__})
+        _BASES[name] = base
+    return _BASES[name]
+
+
 def _branch(self: StandIn, *_: object) -> bool:
     ledger().record(self._name, "branch")
     return False
@@ -216,7 +247,12 @@ class StandIn:
         pass  # writes to the runtime go nowhere
 
     def __call__(self, *args: object, **kwargs: object) -> Any:
-        if len(args) == 1 and not kwargs and isinstance(args[0], (types.FunctionType, type)):
+        if (
+            len(args) == 1
+            and not kwargs
+            and isinstance(args[0], (types.FunctionType, type))
+            and not _decorator_factory(self._name)
+        ):
             return args[0]  # a decorator: the function or class is the tree's own code
         ledger().stand_in_called(self._name, args, kwargs)
         return StandIn(f"{self._name}()")
@@ -237,7 +273,7 @@ class StandIn:
         return None
 
     def __mro_entries__(self, bases: tuple[object, ...]) -> tuple[type, ...]:
-        return (object,)
+        return (_base_class(self._name),)
 
     def __repr__(self) -> str:
         return f"<stand-in {self._name}>"

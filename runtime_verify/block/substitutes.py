@@ -27,9 +27,10 @@ rank keeps its shard, so every arm and phase sees the same numbers whatever layo
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -255,6 +256,16 @@ class SubstituteModule(nn.Module):
                 raise
             return StandIn(f"{type(self).__name__}.{attr}")
 
+    def __setattr__(self, attr: str, value: Any) -> None:
+        # the tree registering a parameter or module on a substitute (``self.gate.bias =
+        # nn.Parameter(...)``): nn.Module asks hasattr first, which a stand-in must not answer
+        built = self.__dict__.pop("_built", False)
+        try:
+            super().__setattr__(attr, value)
+        finally:
+            if built:
+                self.__dict__["_built"] = True
+
 
 def given(
     ctx: RunContext, substitute: str, kwargs: dict[str, Any], parameter: str, default: Any = None
@@ -389,7 +400,9 @@ def router_gate_class(ctx: RunContext) -> type[nn.Module]:
             self.weight = nn.Parameter(
                 _weight(ctx, prefix, experts, hidden).float(), requires_grad=False
             )
-            self.e_score_correction_bias = torch.zeros(experts, device=ctx.device)
+            bias = ctx.pack.parameter("router-gate", "correction-bias-attribute")
+            if bias:
+                setattr(self, bias, torch.zeros(experts, device=ctx.device))
 
         def forward(self, x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
             ledger().called("router-gate")
@@ -398,12 +411,14 @@ def router_gate_class(ctx: RunContext) -> type[nn.Module]:
     return RouterGate
 
 
-class TopKOutput(NamedTuple):
-    """The runtime's top-k output: weights, ids, and the logits they came from."""
-
-    topk_weights: torch.Tensor
-    topk_ids: torch.Tensor
-    router_logits: torch.Tensor
+def topk_output_class(ctx: RunContext) -> type[tuple]:
+    """The runtime's top-k output: weights, ids, and the logits they came from, under the
+    field names the pack gives (``[verify.parameters.topk] output-fields``)."""
+    named = ctx.pack.parameter("topk", "output-fields")
+    fields = [f.strip() for f in named.split(",")] if named else []
+    if len(fields) != 3:
+        fields = ["weights", "ids", "logits"]
+    return namedtuple("TopKOutput", fields)  # type: ignore[return-value]
 
 
 def topk_class(ctx: RunContext) -> type[nn.Module]:
@@ -420,16 +435,13 @@ def topk_class(ctx: RunContext) -> type[nn.Module]:
             bias = given(ctx, "topk", kwargs, "correction-bias")
             self.correction_bias = bias if isinstance(bias, torch.Tensor) else None
 
-        def bind_runner_backend(self, *args: Any, **kwargs: Any) -> None:
-            """Nothing to bind: the harness's experts take any top-k output."""
-
         def forward(
             self,
             hidden_states: torch.Tensor,
             router_logits: torch.Tensor,
             *args: Any,
             **kwargs: Any,
-        ) -> TopKOutput:
+        ) -> tuple:
             ledger().called("topk")
             logits = router_logits.float()
             scores = (
@@ -440,13 +452,25 @@ def topk_class(ctx: RunContext) -> type[nn.Module]:
             weights = scores.gather(1, ids)
             if self.renormalize:
                 weights = weights / weights.sum(-1, keepdim=True)
-            return TopKOutput(weights, ids, logits)
+            return output(weights, ids, logits)
 
-        def empty_topk_output(self, device: Any = None, *args: Any, **kwargs: Any) -> TopKOutput:
-            """No token: empty weights and ids."""
-            empty = torch.empty((0, self.top_k), device=ctx.device)
-            return TopKOutput(empty, empty.long(), empty)
+    def bind(self: TopK, *args: Any, **kwargs: Any) -> None:
+        """Nothing to bind: the harness's experts take any top-k output."""
 
+    def empty(self: TopK, device: Any = None, *args: Any, **kwargs: Any) -> tuple:
+        """No token: empty weights and ids."""
+        nothing = torch.empty((0, self.top_k), device=ctx.device)
+        return output(nothing, nothing.long(), nothing)
+
+    output = topk_output_class(ctx)
+    # the runtime's methods the tree calls on its top-k, under the pack's names
+    for method, function in (("bind-method", bind), ("empty-output-method", empty)):
+        name = ctx.pack.parameter("topk", method)
+        if name:
+            setattr(TopK, name, function)
+    for alias in ctx.pack.parameter("topk", "forward-aliases").split(","):
+        if alias.strip():
+            setattr(TopK, alias.strip(), TopK.forward)
     return TopK
 
 
@@ -493,10 +517,12 @@ def experts_class(ctx: RunContext) -> type[nn.Module]:
     """The routed experts of a block, behind the dispatcher of the arm's member."""
 
     class Experts(SubstituteModule):
-        should_fuse_routed_scaling_factor_in_topk = False
-
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__()
+            # the runtime's flags the tree reads on its experts (the pack names them): off
+            for flag in ctx.pack.parameter("experts", "false-attributes").split(","):
+                if flag.strip():
+                    setattr(self, flag.strip(), False)
             experts = int(given(ctx, "experts", kwargs, "experts") or ctx.shape.experts)
             hidden = int(given(ctx, "experts", kwargs, "hidden") or ctx.shape.hidden)
             intermediate = int(

@@ -66,7 +66,7 @@ class Run:
             "stand_ins_used": [u.to_dict() for u in sorted(_relative_uses(self))],
             "stand_ins_called": [c.to_dict() for c in self.execution.calls],
             "modules_stood_in": len(ledger.modules),
-            "config_fields_read_as_none": self.execution.config_unset,
+            "config_fields_missing": self.execution.config_unset,
             "tree_parameters_drawn": self.execution.parameters_drawn,
             "error": self.execution.error,
             "seconds": self.execution.seconds,
