@@ -237,3 +237,59 @@ def test_vllm_0_34_families_follow_the_renamed_canonicals() -> None:
         "use_mori_kernels is gone; following use_mori_epv1_kernels | use_mori_epv2_kernels "
         "(vllm/model_executor/layers/fused_moe/config.py:1114)",
     ]
+
+
+VLLM_MODULES = (
+    "vllm/model_executor/layers/fused_moe/config.py",
+    "vllm/model_executor/layers/fused_moe/modular_kernel.py",
+    "vllm/platforms/__init__.py",
+    "vllm/platforms/interface.py",
+    "vllm/config/parallel.py",
+)
+# one plant per family, each in a shape of its own, written here against 0.34.0's definitions
+VLLM_PLANTS = """\
+from vllm.model_executor.layers.fused_moe.config import FusedMoEParallelConfig
+from vllm.platforms import current_platform
+
+
+def batched_workspace(moe: FusedMoEParallelConfig) -> int:
+    if moe.all2all_backend != "deepep_low_latency":
+        raise ValueError("this kernel needs the batched activation format")
+    return 2
+
+
+def mori_buffers(moe: FusedMoEParallelConfig) -> bool:
+    return moe.all2all_backend in ("mori_high_throughput", "mori_low_latency")
+
+
+def cuda_graph_pool() -> int:
+    if not current_platform.is_cuda():
+        raise RuntimeError("graph pools need a CUDA-alike platform")
+    return 1
+"""
+
+
+def test_vllm_0_34_definitions_make_a_plant_in_each_family_drift(tmp_path: Path) -> None:
+    """0.34.0's own family modules (copied at test time, zero configuration: the vLLM pack),
+    and a file of plants written here: every family reports its plant."""
+    from driftcheck.corpus import fetch_release
+
+    release = fetch_release("vllm==0.34.0")
+    for rel in VLLM_MODULES:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(release / rel, tmp_path / rel)
+    (tmp_path / "vllm" / "plants.py").write_text(VLLM_PLANTS)
+    result = check([tmp_path], use_cache=False)
+    assert result.warnings == []
+    assert [format_finding(f, color=False) for f in result.findings] == [
+        "vllm/plants.py:6:8: DC021 condition in batched_workspace tests deepep_low_latency in "
+        'front of a raise or fallback whose text names batched-activation ("this kernel needs '
+        'the batched activation format"): missing nixl_ep; test not '
+        "FusedMoEConfig.use_batched_activation_format instead",
+        "vllm/plants.py:12:12: DC003 mori_buffers enumerates 2 of 3 MoRI backends; missing mori "
+        "(held back: no same-role site lists it) (canonical: use_mori_epv1_kernels | "
+        "use_mori_epv2_kernels)",
+        "vllm/plants.py:16:12: DC021 condition in cuda_graph_pool tests CUDA in front of a raise "
+        'or fallback whose text names CUDA-alike ("graph pools need a CUDA-alike platform"): '
+        "missing ROCM; test Platform.is_cuda_alike() instead",
+    ]

@@ -97,6 +97,8 @@ class _Builder:
         self.index = SourceIndex(root)
         self.by_key: dict[str, tuple[Domain, Vocabulary, list[Family], list[Path]]] = {}
         self.order: list[str] = []
+        # each family's configured predicate (another one when the family was followed)
+        self.named: dict[str, str] = {}
 
     def universe_for(self, domain: Domain, extra: ModuleSource | None) -> str:
         key = domain.key
@@ -132,9 +134,9 @@ class _Builder:
         partial: dict[str, set[str]] = {}
         outright: set[str] = set()
         for part in followed.parts:
-            members, conditions = self._part_members(part, vocabulary.scope, values)
+            members, part_conditions = self._part_members(part, vocabulary.scope, values)
             accepted |= members
-            conditional = dict(conditions)
+            conditional = dict(part_conditions)
             for member in members:
                 if member in conditional:
                     partial.setdefault(member, set()).update(conditional[member])
@@ -149,7 +151,7 @@ class _Builder:
             ]
         ordered += [v for v in values if v in accepted and v not in ordered]
         conditions: Conditions = tuple(
-            (m, tuple(sorted(partial[m]))) for m in ordered if m in partial and m not in outright
+            (m, tuple(sorted(partial[m]))) for m in values if m in partial and m not in outright
         )
         first = followed.parts[0].located
         union = len(followed.parts) > 1
@@ -244,7 +246,14 @@ def _add_family(builder: _Builder, canonical: Canonical, followed: Followed) -> 
         domain = configured
     key = builder.universe_for(domain, first.module)
     family = builder.family(canonical, followed, key)
+    if followed.note and not family.members:
+        raise UniverseError(
+            family.path,
+            f"{family.name} accepts no member of {family.universe}: not the same family",
+            family.line,
+        )
     builder.by_key[key][2].append(family)
+    builder.named[family.qualified] = canonical.predicate  # keys of family-implies follow it
     for part in followed.parts:
         if part.located.module.path not in builder.by_key[key][3]:
             builder.by_key[key][3].append(part.located.module.path)
@@ -410,7 +419,7 @@ def load_universes(root: Path, config: Config) -> Loaded:
                 (" ".join(text.split()), f.member_set)
                 for f in families
                 for predicate, texts in config.family_implies
-                if predicate == f.qualified
+                if predicate in (f.qualified, builder.named.get(f.qualified))
                 for text in texts
             ),
         )
