@@ -78,9 +78,9 @@ class Callees:
             self._tree = ast.parse(b"".join(self.lines))
         except (SyntaxError, ValueError):
             return False
-        for node in self._tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                self._top[node.name] = node
+        for top in self._tree.body:
+            if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self._top[top.name] = top
         stack: list[tuple[ast.AST, ast.ClassDef | None, Function | None]] = [
             (self._tree, None, None)
         ]
@@ -139,6 +139,7 @@ class Callees:
             scope = where.function or self._tree
         else:
             return None
+        value: ast.expr | None
         for node in ast.walk(scope) if scope is not None else ():
             if isinstance(node, ast.Assign):
                 targets, value = node.targets, node.value

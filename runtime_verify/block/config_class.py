@@ -42,7 +42,7 @@ def class_defaults(classes: Sequence[object]) -> dict[str, Any]:
         if not isinstance(cls, type):
             continue
         try:
-            parameters = inspect.signature(cls.__init__).parameters.values()
+            parameters = inspect.signature(cls.__init__).parameters.values()  # type: ignore[misc]
         except (TypeError, ValueError):
             continue
         for parameter in parameters:

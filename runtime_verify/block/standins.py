@@ -206,7 +206,7 @@ def _base_class(name: str) -> type:
         def __init__(self: object, *args: object, **kwargs: object) -> None:
             # what the runtime's base would do with the arguments is not provided; the next
             # base in the MRO (``nn.Module``, ``object``) is initialised without them
-            super(base, self).__init__()
+            super(base, self).__init__()  # type: ignore[arg-type]
 
         base = type(name.rsplit(".", 1)[-1], (), {"__stand_in__": name, "__init__": __init__})
         _BASES[name] = base

@@ -411,14 +411,14 @@ def router_gate_class(ctx: RunContext) -> type[nn.Module]:
     return RouterGate
 
 
-def topk_output_class(ctx: RunContext) -> type[tuple]:
+def topk_output_class(ctx: RunContext) -> Any:
     """The runtime's top-k output: weights, ids, and the logits they came from, under the
     field names the pack gives (``[verify.parameters.topk] output-fields``)."""
     named = ctx.pack.parameter("topk", "output-fields")
     fields = [f.strip() for f in named.split(",")] if named else []
     if len(fields) != 3:
         fields = ["weights", "ids", "logits"]
-    return namedtuple("TopKOutput", fields)  # type: ignore[return-value]
+    return namedtuple("TopKOutput", fields)
 
 
 def topk_class(ctx: RunContext) -> type[nn.Module]:
