@@ -229,6 +229,11 @@ ISSUE_31 = (
 # tests of issue 31's cases kept beside the code they test, outside tests/test_newcomer_*.py
 NEWCOMER_ELSEWHERE = (
     "tests/test_fix_applicability.py::test_diff_counts_what_remains_as_the_same_fix_does",
+    "tests/test_server.py::test_a_syntax_error_elsewhere_keeps_the_suppressions_and_their_dc004",
+    "tests/test_server.py::test_the_same_buffer_without_the_syntax_error_shows_the_same_findings",
+    "tests/test_server.py::test_language_server_shows_a_broken_configuration_at_its_line_and_in_a_message",
+    "tests/test_server.py::test_language_server_withdraws_a_fixed_configurations_diagnostic",
+    "tests/test_server.py::test_language_server_publishes_nothing_on_a_valid_configuration",
 )
 
 
@@ -242,15 +247,18 @@ def newcomer_paths() -> list[str]:
     return paths
 
 
-def issue_31_table(cases: list[Case]) -> list[str]:
-    """One row per case of issue 31: its tests' outcomes; then the tests no case claims."""
+def issue_31_table(cases: list[Case], notes: dict[str, str] | None = None) -> list[str]:
+    """One row per case of issue 31: its tests' outcomes (``notes``: what to say for a case
+    no test ran, by number); then the tests no case claims."""
     lines = ["| case | what must be true | tests | result |", "| --- | --- | --- | --- |"]
     claimed: set[int] = set()
     for number, what, pattern in ISSUE_31:
         mine = [i for i, c in enumerate(cases) if i not in claimed and re.search(pattern, c.name)]
         claimed.update(mine)
         outcomes = collections.Counter(cases[i].outcome for i in mine)
-        result = ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items())) or "**no test ran**"
+        result = ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items())) or (
+            (notes or {}).get(number, "**no test ran**")
+        )
         lines.append(f"| {number} | {what} | {len(mine)} | {result} |")
     others = [c for i, c in enumerate(cases) if i not in claimed]
     if others:
@@ -439,7 +447,14 @@ def main() -> int:
         "case they show (by test name); every test asserts the exact output. Case 5's figures are",
         "the site-shape benchmark's, below the table.",
         "",
-        *issue_31_table(runs["newcomer"][2]),
+        *issue_31_table(
+            runs["newcomer"][2],
+            {
+                "5": "the benchmark below"
+                if not args.skip_load
+                else "benchmark not run (`--skip-load`)"
+            },
+        ),
         "",
         "`benchmarks/bench_shapes.py --sizes 1000,2000,4000 --runs 1 --large 0` (each shape's time",
         "as its sites double: linear time is about 2.0x):",
