@@ -26,6 +26,7 @@ modules of the chosen universes are then parsed whole. Nothing is imported.
 from __future__ import annotations
 
 import ast
+import bisect
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -44,7 +45,10 @@ MIN_FILES = 2  # files a candidate's members must recur in, two or more at a tim
 MAX_UNIVERSES = 8  # the most widely recurring candidates scanned for (each costs a scan's share)
 SKIPPED_DIRS = {"__pycache__", "node_modules", "site-packages", "build", "dist"}
 _CLASS = re.compile(rb"^class\s+(\w+)\s*\([^)]*(?:Enum|Flag)\b", re.M)
+_ENUM_BASE = re.compile(rb"Enum\b|Flag\b")  # searched first: most files hold neither
 _LITERAL = rb"Literal["
+# a definition at column 0 (group 1: a class), decorators apart
+_TOP_DEFINITION = re.compile(r"^(?:(class)|def|async\s+def)\b", re.M)
 # a ``Literal`` of two values or more (a file holding only ``Literal["pixel_values"]`` holds
 # no setting), and a module-level name bound to one (an alias a class attribute may use)
 _SETTING = re.compile(rb"Literal\[[^\]]*,")
@@ -320,7 +324,7 @@ def _gather(
             continue
         words_of.append(set(_WORD.findall(data)))
         paths.append(path)
-        enums = [m.decode() for m in _CLASS.findall(data)] if b"class" in data else []
+        enums = [m.decode() for m in _CLASS.findall(data)] if _ENUM_BASE.search(data) else []
         settings = _LITERAL in data and _SETTING.search(data) is not None
         if not (enums or settings):
             continue
@@ -351,25 +355,47 @@ def _class_bodies(
 
 
 def _hot_lines(source: str, enums: list[str]) -> list[int]:
-    """The lines whose definitions a candidate reads: the header of each of the file's
-    ``enums``, every ``is_*`` method (an enum's or a holder's predicates), every line naming
-    one of ``enums`` followed by a dot (a holder's comparisons, ``self._enum ==
-    PlatformEnum.CUDA``), and every line that writes ``Literal[`` or names a ``Literal`` alias
-    of the module (a setting's annotation)."""
-    names = [*enums, *_ALIAS.findall(source)]
-    pattern = r"^\s+def\s+is_|Literal\["
-    if enums:
-        pattern += "|" + "|".join(rf"^class\s+{re.escape(name)}\b" for name in enums)
-    if names:
-        pattern += "|" + "|".join(rf"\b{re.escape(name)}\b" for name in names)
+    """The lines whose definitions a candidate reads: every line naming one of the file's
+    ``enums`` (its header; a holder's comparisons, ``self._enum == PlatformEnum.CUDA``),
+    every ``def is_`` (an enum's or a holder's predicates), and every line that writes
+    ``Literal[`` or names a ``Literal`` alias of the module (a setting's annotation): each
+    found by a plain search, its line counted once."""
+    literal = "Literal[" in source
+    aliases = _ALIAS.findall(source) if literal else []
+    classes = [(m.start(), m.group(1) is not None) for m in _TOP_DEFINITION.finditer(source)]
+    starts = [at for at, _ in classes]
+    offsets = _occurrences(source, "def is_")
+    if literal:
+        offsets += _occurrences(source, "Literal[")
+    for name in [*enums, *aliases]:
+        for at in _occurrences(source, name):
+            if _word_char(source, at - 1) or _word_char(source, at + len(name)):
+                continue
+            # an enum named outside a class (a module-level function) holds no holder's test
+            index = bisect.bisect_right(starts, at) - 1
+            if name in aliases or (index >= 0 and classes[index][1]):
+                offsets.append(at)
     lines: list[int] = []
-    line, at = 1, 0
-    for match in re.finditer(pattern, source, re.M):
-        line += source.count("\n", at, match.start())
-        at = match.start()
+    line, position = 1, 0
+    for offset in sorted(offsets):
+        line += source.count("\n", position, offset)
+        position = offset
         if not lines or lines[-1] != line:
             lines.append(line)
     return lines
+
+
+def _occurrences(text: str, needle: str) -> list[int]:
+    """Every offset of ``needle`` in ``text``."""
+    found, at = [], text.find(needle)
+    while at != -1:
+        found.append(at)
+        at = text.find(needle, at + 1)
+    return found
+
+
+def _word_char(text: str, at: int) -> bool:
+    return 0 <= at < len(text) and (text[at].isalnum() or text[at] == "_")
 
 
 def _recurrences(candidates: list[Candidate], words_of: list[set[bytes]]) -> list[int]:
