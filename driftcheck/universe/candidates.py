@@ -7,20 +7,23 @@ Such a tree still holds what a family ranges over, and the hand-written copies s
    by a class of its module whose methods compare ``self.<attribute>`` with its members
    (vLLM's ``Platform._enum``) is read with that class, whose predicates it answers;
 2. a candidate whose members are mentioned two or more at a time (``Enum.MEMBER``, its
-   ``is_*()`` predicates, its string values) in at least two files recurs in enumerations
-   across files, and becomes a universe;
+   ``.is_*()`` predicates, its string values) in at least two files recurs in enumerations
+   across files, and becomes a universe; the names compared with an enum's members in two
+   files or more (``self.distributed_type in (DistributedType.A, ...)``) hold it (its
+   value attributes: :func:`_with_holders`);
 3. a predicate of the universe's own classes (a zero-argument method or property of the
    enum or of the class holding it) that is true for two or more members, and not all, with
    no narrowing, and that at least two other files name, is the tree's own helper for that
-   set: its family is *found*, as a configured canonical would be (:func:`helper_canonicals`;
+   set: its family is *found*, as a configured canonical would be (:func:`helper_families`;
    vLLM's ``Platform.is_cuda_alike``), and no family of that universe is inferred;
 4. the families of every other universe are inferred from its copies (:mod:`driftcheck.infer`),
    exactly as for a fork whose helper is missing, and a universe without one is dropped.
 
 The tree is read as text first (a byte search per file), and only a file mentioning an enum
 base or ``Literal[`` is parsed, and only its class bodies and the methods that can answer
-for an enum (``is_*`` methods, those naming an enum of the file: :func:`_hot_lines`); the
-modules of the chosen universes are then parsed whole. Nothing is imported.
+for an enum (``is_*`` methods, those of a class naming an enum of the file:
+:func:`_hot_lines`); the modules of the chosen universes are then parsed whole. Nothing is
+imported.
 """
 
 from __future__ import annotations
