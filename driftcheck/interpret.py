@@ -110,6 +110,12 @@ class Scope:
     classes: Mapping[str, HolderClass] = field(default_factory=dict)
     # enums whose members predicates return, by class name
     value_enums: Mapping[str, ValueEnum] = field(default_factory=dict)
+    # methods' values already read: (name, owner, member, functions) -> [(the narrowings
+    # met, as assigned then, value)] (:meth:`Interpreter._call_method`); a scope made with
+    # ``replace`` (other free inputs, aliases) starts its own
+    memo: dict[
+        tuple[str, str, str, int], list[tuple[tuple[tuple[str, bool | None], ...], object]]
+    ] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def defining(self, owner: str, name: str) -> HolderClass | None:
         """The holder class whose method or property ``name`` applies to a ``Backend`` of
@@ -331,6 +337,30 @@ class Interpreter:
         raise Unproven(f"match pattern '{_text(pattern)}'", pattern.lineno)
 
     def _call_method(self, name: str, node: ast.AST | None, owner: str = "") -> object:
+        """A method's value for the member, read once per assignment of the narrowings it
+        meets (every setting and predicate of a universe asks the same properties again)."""
+        key = (name, owner, self.member, id(self.scope.functions))
+        for met, value in self.scope.memo.get(key, ()):
+            if all(self.narrowings.get(text) == truth for text, truth in met):
+                self.seen_narrowings.update(dict.fromkeys(text for text, _ in met))
+                if value is _Pending:
+                    raise _Pending
+                return value
+        outer, self.seen_narrowings = self.seen_narrowings, {}
+        try:
+            value = self._method_value(name, node, owner)
+        except _Pending:
+            value = _Pending
+        finally:
+            met_texts, self.seen_narrowings = self.seen_narrowings, outer
+            outer.update(met_texts)
+        assignment = tuple((text, self.narrowings.get(text)) for text in met_texts)
+        self.scope.memo.setdefault(key, []).append((assignment, value))
+        if value is _Pending:
+            raise _Pending
+        return value
+
+    def _method_value(self, name: str, node: ast.AST | None, owner: str) -> object:
         holder = (
             self.scope.defining(owner, name) if owner or name not in self.scope.methods else None
         )
@@ -430,6 +460,8 @@ class Interpreter:
         info = self.scope.value_enums.get(enum_name or "")
         if info is not None and node.attr in info.members:
             return True, EnumValue(info.name, node.attr)
+        if not any(node.attr in v.methods for v in self.scope.value_enums.values()):
+            return False, None  # not a value enum's property: the base is not evaluated twice
         if isinstance(base, ast.Name) and base.id in local:
             owner: object = local[base.id]
         elif isinstance(base, (ast.Attribute, ast.Call)):
