@@ -29,7 +29,7 @@ from .judge import Judge
 from .liveness import AttributeReads
 from .model import Family, Finding, Problem, Universe
 from .prefilter import build_prefilter
-from .project import Project, discover_project
+from .project import Project, discover_project, scope_of
 from .replay import stamp_or_none
 from .scan import FileScan, ScanSpec, decode_source, scan_path
 from .selection import SelectionError, selected_codes
@@ -302,7 +302,7 @@ def _check_tree(
     result.universe, result.loaded, result.every = loaded.universe, loaded, every
     defining = {str(p.resolve()) for p in every.files}
     if any(str(t.resolve()) in defining for t in targets if t.is_file()):
-        targets, result.expanded = [project.root], True
+        targets, result.expanded = scope_of(project, targets) or [project.root], True
     universes = tuple(u.universe for u in every.universes)
     spec = scan_spec(universes, project.config, single_filter(universes, project.config, codes))
     cache = None

@@ -57,10 +57,12 @@ class _Walk:
         stamps: dict[str, tuple[int, int, int, int] | None] | None,
         skip: frozenset[str] = frozenset(),
         configs: list[Problem] | None = None,
+        within: tuple[str, ...] | None = None,
     ) -> None:
         self.configs = problems if configs is None else configs
         self.stamps = stamps
         self.skip = skip
+        self.within = within
         self.project = project
         self.config = project.config
         self.problems = problems
@@ -120,6 +122,20 @@ class _Walk:
             self.stamps.update((path, stamp_or_none(path)) for path in read)
         return found
 
+    def kept(self, directory: str, entries: list[os.DirEntry[str]]) -> list[os.DirEntry[str]]:
+        """``directory``'s entries a walk kept ``within`` some directories goes through: all
+        of them inside one, else the directories on the way to one (no file, no
+        configuration: they lie outside what the run reads)."""
+        assert self.within is not None
+        if any(directory == top or directory.startswith(top + os.sep) for top in self.within):
+            return entries
+        return [
+            entry
+            for entry in entries
+            if entry.is_dir(follow_symlinks=False)
+            and any(top == entry.path or top.startswith(entry.path + os.sep) for top in self.within)
+        ]
+
     def configuration(self, path: str) -> None:
         """A configuration file met below the root: an error unless it is at the project's
         top (below it, its stamp is recorded: a table added to it changes the run; one at the
@@ -142,14 +158,20 @@ def iter_python_files(
     stamps: dict[str, tuple[int, int, int, int] | None] | None = None,
     skip: Iterable[Path] = (),
     configs: list[Problem] | None = None,
+    within: Iterable[Path] | None = None,
 ) -> Iterator[tuple[str, str]]:
     """``(absolute path, canonical path)`` of each Python file under ``targets``, once each;
     ``stamps`` (when given) receives each directory walked and its stamp. The directories
     ``skip`` names are not entered (a walk of the whole root around the directories already
-    walked for a partial run). A misplaced configuration goes to ``configs`` (default:
-    ``problems``)."""
+    walked for a partial run); with ``within``, only the directories on the way to those it
+    names and below them are (a partial run's context: :func:`driftcheck.project.scope_of`),
+    and ignore files are read as a walk of the whole root reads them. A misplaced
+    configuration goes to ``configs`` (default: ``problems``)."""
     skipped = frozenset(os.path.normpath(os.path.join(project.cwd, d)) for d in skip)
-    walk = _Walk(project, problems, stamps, skipped, configs)
+    kept = None
+    if within is not None:
+        kept = tuple(os.path.normpath(os.path.join(project.cwd, d)) for d in within)
+    walk = _Walk(project, problems, stamps, skipped, configs, kept)
     for target in targets:
         text = os.path.normpath(os.path.join(project.cwd, target))
         if os.path.islink(text) and not os.path.exists(text):
@@ -198,6 +220,8 @@ def _walk_directory(walk: _Walk, top: str) -> Iterator[tuple[str, str]]:
         )
         if ignores is not None and ignores.levels:
             entries = [e for e in entries if not _ignored(ignores, e)]
+        if walk.within is not None:
+            entries = walk.kept(directory, entries)
         subdirs: list[str] = []
         yield from _entries(walk, entries, subdirs)
         stack.extend((subdir, ignores) for subdir in reversed(subdirs))

@@ -306,14 +306,22 @@ def package_parent(anchor: Path) -> Path | None:
 
 
 def detect_packs(
-    anchor: Path, repository: Path | None, *, here_only: bool = False
+    anchor: Path,
+    repository: Path | None,
+    *,
+    here_only: bool = False,
+    asked: Path | None = None,
 ) -> tuple[tuple[str, ...], Path | None]:
     """The packs whose tree ``anchor`` is in, and the source root their modules are found
     from: the nearest such root searching up from ``anchor`` (then through the repository's
-    ``python/`` and ``src/``); every pack recognised at that root. ``here_only``: look in
-    ``anchor`` (and its ``python/`` and ``src/``) alone, as for a configuration's directory."""
+    ``python/`` and ``src/``); the packs recognised at that root whose package holds the
+    paths asked about (``asked``, default ``anchor``: their common directory), every one
+    when none holds them (a run over the root, or over files outside every pack's package).
+    ``here_only``: look in ``anchor`` (and its ``python/`` and ``src/``) alone, as for a
+    configuration's directory."""
     found: dict[str, Path] = {}
-    for name, modules in pack_detections().items():
+    detections = pack_detections()
+    for name, modules in detections.items():
         stop = anchor if here_only else repository
         base = source_root(anchor, modules, stop)
         if base is None and repository is not None and not here_only:
@@ -323,7 +331,61 @@ def detect_packs(
     if not found:
         return (), None
     nearest = max(found.values(), key=lambda base: len(base.parts))
-    return tuple(name for name, base in found.items() if base == nearest), nearest
+    packs = tuple(name for name, base in found.items() if base == nearest)
+    where = asked or anchor
+    holding = tuple(
+        name
+        for name in packs
+        if any(where.is_relative_to(tree) for tree in package_dirs(nearest, detections[name]))
+    )
+    return holding or packs, nearest
+
+
+def package_dirs(base: Path, modules: Iterable[str]) -> tuple[Path, ...]:
+    """The directories of the top-level packages of the dotted ``modules`` under ``base``
+    (``base/sglang`` for ``sglang.srt.layers.moe.utils``), once each."""
+    return tuple(dict.fromkeys(base / module.split(".", 1)[0] for module in modules))
+
+
+def scope_trees(project: Project) -> tuple[Path, ...]:
+    """The package trees the run's universes are read from: the top-level package of each
+    configured canonical's and the enum's module, where it is found under the root (its
+    ``python/`` or ``src/`` included). Empty when nothing is configured (an inferred
+    universe): then no tree is known and a run's context is the whole root."""
+    specs = [*project.config.canonical, *([project.config.enum] if project.config.enum else [])]
+    trees: dict[Path, None] = {}
+    for spec in specs:
+        parts = spec.split(":", 1)[0].split(".")
+        for prefix in SOURCE_PREFIXES:
+            base = project.root / prefix if prefix else project.root
+            if (
+                base.joinpath(*parts).with_suffix(".py").is_file()
+                or base.joinpath(*parts, "__init__.py").is_file()
+            ):
+                trees[base / parts[0]] = None
+                break
+    return tuple(trees)
+
+
+def scope_of(project: Project, targets: Sequence[Path]) -> list[Path] | None:
+    """The package trees a run over ``targets`` needs beside them: each of
+    :func:`scope_trees` that holds one of them, when every target lies in one (None: the
+    whole root, for a run over the root or over files outside every known tree). A
+    sibling tree no target is in is not part of the run: its files are neither walked nor
+    scanned (role evidence, sibling and package consensus read files of a site's own
+    universe, which lie in its own tree; the canonicals' and the gates' modules are read
+    by the universe loader wherever they are)."""
+    trees = scope_trees(project)
+    if not trees:
+        return None
+    chosen: dict[Path, None] = {}
+    for target in targets:
+        path = Path(os.path.normpath(os.path.join(project.cwd, target)))
+        holding = [tree for tree in trees if path.is_relative_to(tree)]
+        if not holding:
+            return None
+        chosen.update(dict.fromkeys(holding))
+    return list(chosen)
 
 
 def discover_project(
@@ -351,7 +413,8 @@ def discover_project(
     warnings = tuple(_passed_over(configs, cwd))
     misplaced = tuple(passed)
     if found is not None:
-        config = load_config(found, detect_packs(found.parent, repository, here_only=True)[0])
+        packs, _ = detect_packs(found.parent, repository, here_only=True, asked=anchor)
+        config = load_config(found, packs)
         return Project(
             found.parent, cwd, config, found, repository, "configuration", warnings, misplaced
         )

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .files import iter_python_files
 from .model import Problem
-from .project import Project, misplaced
+from .project import Project, misplaced, scope_of
 from .replay import stamp_of
 from .workshare import collect_report, fork_reporting, stop
 
@@ -40,9 +40,11 @@ class Walked:
 
 def walk(project: Project, targets: list[Path], whole: bool, record: bool) -> Walked:
     """The files under ``targets``, stamped. Unless the run is ``whole`` (a target is the
-    root, or the root replaced the targets), the rest of the root follows them, unreported:
-    sibling consensus and per-model gates judge a file against the whole tree, so a partial
-    run (pre-commit's changed files) agrees with a full one."""
+    root, or the root replaced the targets), the rest of their scope follows them,
+    unreported: sibling consensus and per-model gates judge a file against the whole tree,
+    so a partial run (pre-commit's changed files) agrees with a full one. The scope is the
+    package trees holding the targets (:func:`~driftcheck.project.scope_of`: ``sglang/``,
+    not the ``vllm/`` beside it), else the whole root."""
     walked = Walked(stamps={} if record else None)
     found: Iterable[tuple[str, str]] = iter_python_files(
         project, targets, walked.problems, walked.stamps
@@ -53,7 +55,13 @@ def walk(project: Project, targets: list[Path], whole: bool, record: bool) -> Wa
         # the directories given were walked whole: the context is the rest of the root
         done = [t for t in targets if t.is_dir() and not t.is_symlink()]
         context = iter_python_files(
-            project, [project.root], [], walked.stamps, skip=done, configs=walked.problems
+            project,
+            [project.root],
+            [],
+            walked.stamps,
+            skip=done,
+            configs=walked.problems,
+            within=scope_of(project, targets),
         )
         found = [
             *sorted(requested.items(), key=lambda item: item[1]),
