@@ -73,6 +73,19 @@ def test_a_split_canonical_is_the_union_of_its_predicates(tmp_path: Path) -> Non
     assert family.condition_of("spark_fast") == ("self.ranks > 1", "self.use_ep")
 
 
+def test_a_union_can_be_named_as_discover_proposes_it(tmp_path: Path) -> None:
+    root = _tree(tmp_path, "vllm_next_like")
+    spec = (
+        "moecfg.parallel:ExchangeConfig.use_spark_v1_kernels | ExchangeConfig.use_spark_v2_kernels"
+    )
+    config = Config(canonicals=(Canonical(spec, "Spark"),))
+    loaded = load_universes(root, config)
+    assert loaded.notes == []
+    assert _families(root, config) == {
+        "use_spark_v1_kernels | use_spark_v2_kernels": ("spark", "spark_fast", "spark_bulk")
+    }
+
+
 def test_a_seed_reads_a_property_returning_an_enum_member(tmp_path: Path) -> None:
     """``layout == Layout.Grouped``: the family is the exchanges for which the property
     returns that member (an if/elif chain over a local, a deferred import)."""

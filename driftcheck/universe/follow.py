@@ -15,7 +15,8 @@ this order, and says what it chose (:attr:`Followed.note`):
 
 Nothing found is :class:`NoCanonical`, carrying the candidates considered. Whether a found
 predicate ranges over the family's universe is the loader's question (:mod:`.load`).
-A seed or predicate may compare a property with a member of the enum it returns
+A predicate may name a union itself (``module:Class.a | Class.b``, as ``discover`` proposes
+one). A seed or predicate may compare a property with a member of the enum it returns
 (``FusedMoEConfig.activation_format == FusedMoEActivationFormat.BatchedExperts``): the
 family is then the members for which the property returns that enum member.
 """
@@ -151,6 +152,13 @@ def _considered(module: ModuleSource, cls_name: str, name: str) -> tuple[str, ..
 def follow(index: SourceIndex, canonical: Canonical) -> Followed:
     """The predicates ``canonical`` names in the tree, following it when it is gone (raises
     :class:`NoCanonical` when nothing is found, :class:`UniverseError` when the module is)."""
+    if "|" in canonical.predicate:  # a union named as such: every part must be there
+        dotted, _, names = canonical.predicate.partition(":")
+        parts = []
+        for name in names.split("|"):
+            qual, expected = split_spec(name)
+            parts.append(Part(locate(index, f"{dotted}:{qual}"), expected))
+        return Followed(tuple(parts))
     spec, expected = split_spec(canonical.predicate)
     try:
         return Followed((Part(locate(index, spec), expected),))
