@@ -306,3 +306,34 @@ def test_vllm_0_34_definitions_make_a_plant_in_each_family_drift(tmp_path: Path)
         'or fallback whose text names CUDA-alike ("graph pools need a CUDA-alike platform"): '
         "missing ROCM; test Platform.is_cuda_alike() instead",
     ]
+
+
+def test_the_vllm_pack_seed_reads_activation_format_when_the_property_is_gone(
+    tmp_path: Path,
+) -> None:
+    """With FusedMoEConfig.use_batched_activation_format deleted too (a release further on),
+    the pack's seed `FusedMoEConfig.activation_format == FusedMoEActivationFormat.BatchedExperts`
+    is the family: the backends for which the property returns that member."""
+    from driftcheck.corpus import fetch_release
+
+    release = fetch_release("vllm==0.34.0")
+    for rel in VLLM_MODULES:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(release / rel, tmp_path / rel)
+    config = tmp_path / VLLM_MODULES[0]
+    text = config.read_text()
+    gone = (
+        "    @property\n    def use_batched_activation_format(self):\n"
+        "        return self.activation_format.is_batched\n\n"
+    )
+    assert gone in text
+    config.write_text(text.replace(gone, ""))
+    result = check([tmp_path], use_cache=False)
+    assert result.warnings == []
+    assert result.notes[0] == (
+        "FusedMoEParallelConfig.use_batched_activation_format is gone; following "
+        "FusedMoEConfig.activation_format == FusedMoEActivationFormat.BatchedExperts "
+        "(vllm/model_executor/layers/fused_moe/config.py:1464)"
+    )
+    families = {f.label: f.members for u in result.every.universes for f in u.universe.families}
+    assert families["batched-activation"] == ("deepep_low_latency", "nixl_ep")
