@@ -153,7 +153,7 @@ def test_a_family_with_no_canonical_is_an_error_finding_listing_the_candidates(
     proc = driftcheck_process(root, "--no-cache", "--color", "never", ".")
     assert proc.returncode == 1
     assert proc.stdout.splitlines() == [
-        "meshcfg/parallel.py:1:1: DC030 the packed-layout family has no canonical in this tree, "
+        "meshcfg/parallel.py:10:1: DC030 the packed-layout family has no canonical in this tree, "
         "so its copies are not checked: canonical predicate "
         "meshcfg.parallel:MeshConfig.uses_packed_layout: nothing named "
         "MeshConfig.uses_packed_layout in meshcfg/parallel.py (looked for a function, a method "

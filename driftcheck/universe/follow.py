@@ -172,10 +172,11 @@ def follow(index: SourceIndex, canonical: Canonical) -> Followed:
         if not parts:
             considered = _considered(module, cls_name, name)
             tried = ", ".join(considered) if considered else "no predicate beside it"
+            cls = module.classes.get(cls_name)
             raise NoCanonical(
                 gone.path,
                 f"{gone.message}; no predicate follows it (considered: {tried})",
-                gone.line,
+                gone.line or (cls.lineno if cls is not None else None),
                 considered,
             ) from gone
     same = all(p.located.owner is not None and p.located.owner.name == cls_name for p in parts)
