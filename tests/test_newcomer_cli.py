@@ -181,6 +181,8 @@ ADVISING = (
     "docs",
     "examples",
     ".pre-commit-hooks.yaml",
+    "README.md",
+    "DEVELOPERS.md",
 )
 
 

@@ -183,8 +183,8 @@ async def test_a_diagnostic_carries_its_rule_link_and_the_canonicals_definition(
 ) -> None:
     (diagnostic,) = await editor.open(editor.root / KIMI_LIKE)
     assert diagnostic.source == "driftcheck"
-    assert diagnostic.code_description.href == (
-        "https://github.com/driftcheck/driftcheck/blob/main/docs/rules/DC001.md"
+    assert diagnostic.code_description.href == uri_of(
+        FIXTURES.parent / "docs" / "rules" / "DC001.md"
     )
     (related,) = diagnostic.related_information
     assert related.location.uri == uri_of(editor.root / HELPER)

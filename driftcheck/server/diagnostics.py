@@ -1,9 +1,10 @@
 """Findings and problems as the protocol's diagnostics.
 
 A finding becomes a diagnostic at its site with its rule code, its severity, its message, a
-``codeDescription`` linking the rule's documentation (:data:`RULE_DOCS`: the rule's page in
-``docs/rules/`` of driftcheck's repository, one URL per code for as long as the code exists),
-and related information for each place it rests on (``Finding.related``: the canonical's
+``codeDescription`` linking the rule's documentation (the rule's page in ``docs/rules/`` of the
+driftcheck checkout it runs from, a ``file:`` URI; none where driftcheck was installed without its
+checkout: driftcheck has no hosted documentation, and ``driftcheck explain CODE`` prints the same
+text), and related information for each place it rests on (``Finding.related``: the canonical's
 definition, a DC020 finding's evidence). A problem (a syntax error, an undecodable file)
 becomes an error diagnostic on its line with no code, as ruff reports a syntax error.
 """
@@ -23,7 +24,7 @@ from driftcheck.project import Project
 from .positions import LineMap, split_lines
 
 SOURCE = "driftcheck"
-RULE_DOCS = "https://github.com/driftcheck/driftcheck/blob/main/docs/rules/{code}.md"
+RULE_DOCS = Path(__file__).resolve().parents[2] / "docs" / "rules"  # in a checkout's install
 SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
     "warning": types.DiagnosticSeverity.Warning,
@@ -32,9 +33,15 @@ SEVERITY = {
 SKIPPED = "; file skipped"  # the CLI's words for a file it leaves out; an editor keeps it open
 
 
-def rule_url(code: str) -> str:
-    """The rule's documentation page."""
-    return RULE_DOCS.format(code=code)
+def rule_url(code: str) -> str | None:
+    """The rule's documentation page in driftcheck's checkout, or None without one."""
+    page = RULE_DOCS / f"{code}.md"
+    return from_fs_path(str(page)) if page.is_file() else None
+
+
+def _code_description(code: str) -> types.CodeDescription | None:
+    url = rule_url(code)
+    return types.CodeDescription(href=url) if url is not None else None
 
 
 def finding_diagnostic(
@@ -52,7 +59,7 @@ def finding_diagnostic(
         ),
         severity=SEVERITY[finding.severity],
         code=finding.code,
-        code_description=types.CodeDescription(href=rule_url(finding.code)),
+        code_description=_code_description(finding.code),
         source=SOURCE,
         message=finding.message,
         related_information=[_related(r, project, lines_of) for r in finding.related] or None,
