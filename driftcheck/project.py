@@ -348,33 +348,36 @@ def package_dirs(base: Path, modules: Iterable[str]) -> tuple[Path, ...]:
 
 
 def scope_trees(project: Project) -> tuple[Path, ...]:
-    """The package trees the run's universes are read from: the top-level package of each
-    configured canonical's and the enum's module, where it is found under the root (its
-    ``python/`` or ``src/`` included). Empty when nothing is configured (an inferred
-    universe): then no tree is known and a run's context is the whole root."""
-    specs = [*project.config.canonical, *([project.config.enum] if project.config.enum else [])]
+    """The packages of the run's packs: the top-level package of each pack's ``[detect]``
+    modules, where it is found under the root (its ``python/`` or ``src/`` included):
+    ``sglang/``, the code a pack describes and its universes' sites live in. Empty without a
+    pack (``pack = "none"``, an inferred universe, canonicals configured alone): no package
+    is known, and a run's context is the whole root."""
+    detections = pack_detections()
     trees: dict[Path, None] = {}
-    for spec in specs:
-        parts = spec.split(":", 1)[0].split(".")
-        for prefix in SOURCE_PREFIXES:
-            base = project.root / prefix if prefix else project.root
-            if (
-                base.joinpath(*parts).with_suffix(".py").is_file()
-                or base.joinpath(*parts, "__init__.py").is_file()
-            ):
-                trees[base / parts[0]] = None
-                break
+    for name in project.config.pack.split("+"):
+        for module in detections.get(name, ()):
+            parts = module.split(".")
+            for prefix in SOURCE_PREFIXES:
+                base = project.root / prefix if prefix else project.root
+                if (
+                    base.joinpath(*parts).with_suffix(".py").is_file()
+                    or base.joinpath(*parts, "__init__.py").is_file()
+                ):
+                    trees[base / parts[0]] = None
+                    break
     return tuple(trees)
 
 
 def scope_of(project: Project, targets: Sequence[Path]) -> list[Path] | None:
-    """The package trees a run over ``targets`` needs beside them: each of
-    :func:`scope_trees` that holds one of them, when every target lies in one (None: the
-    whole root, for a run over the root or over files outside every known tree). A
-    sibling tree no target is in is not part of the run: its files are neither walked nor
-    scanned (role evidence, sibling and package consensus read files of a site's own
-    universe, which lie in its own tree; the canonicals' and the gates' modules are read
-    by the universe loader wherever they are)."""
+    """The packages a run over ``targets`` reads beside them: each of :func:`scope_trees`
+    that holds one of them, when every target lies in one (None: the whole root, for a run
+    over the root or over files outside every pack's package). A sibling tree no target is
+    in is not part of the run: its files are neither walked nor scanned. Role evidence
+    (sibling model files, the sites whose value controls the same operations, a package's
+    consensus) reads the sites of the site's own universe, which a pack's package holds;
+    the canonicals' and the gates' modules are read by the universe loader wherever they
+    are."""
     trees = scope_trees(project)
     if not trees:
         return None
