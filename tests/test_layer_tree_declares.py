@@ -179,3 +179,17 @@ def test_classes_whose_bases_are_stand_ins_build(tree: Path) -> None:
         ),
     )
     assert layer(tree)["verdict"] == "confirmed"
+
+
+def test_what_the_pack_says_is_off_does_nothing_to_the_values() -> None:
+    """``rows-present``: an idle or empty batch is one without rows (the negative control: a
+    batch with rows is present); ``no-op-context``: symmetric memory's context and tags."""
+    import torch
+    from driftcheck.runtime_verify.block.substitutes import NoOpContext, _rows_present
+
+    assert _rows_present(None, torch.zeros(0, 4)) is False
+    assert _rows_present(None, torch.zeros(2, 4)) is True
+    tensor = torch.ones(3)
+    with NoOpContext() as memory:
+        assert memory.tag(tensor) is None
+    assert torch.equal(tensor, torch.ones(3))

@@ -18,7 +18,9 @@ Every substitute does what its runtime counterpart does to the numbers, on the r
 - ``router-gate``: a gate linear to float32 logits; ``topk``: the top-k of the scores;
 - ``experts`` / ``experts-class``: the routed experts behind the dispatcher of the arm's
   member (the DeepEP models, or real DeepEP), run on the torch or DeepGEMM runner;
-- ``false``: a predicate answering False; ``join-prefix``: a module name under its prefix.
+- ``false``: a predicate answering False; ``join-prefix``: a module name under its prefix;
+- ``rows-present``: whether the batch it is given has rows; ``no-op-context``: a context
+  manager whose methods do nothing to the values they are given (a feature the run leaves off).
 
 Weights are drawn from the run's seed and the module's name (its ``prefix``), whole, and each
 rank keeps its shard, so every arm and phase sees the same numbers whatever layout it builds.
@@ -559,6 +561,28 @@ def experts_class(ctx: RunContext) -> type[nn.Module]:
     return Experts
 
 
+class NoOpContext:
+    """A context manager whose every method does nothing to the values it is given (a
+    runtime feature the run leaves off: symmetric memory, say)."""
+
+    def __enter__(self) -> NoOpContext:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def __getattr__(self, attr: str) -> Callable[..., None]:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return lambda *args, **kwargs: None
+
+
+def _rows_present(*args: Any, **kwargs: Any) -> bool:
+    """Whether every tensor argument has rows (a batch that is neither idle nor empty)."""
+    tensors = [t for t in [*args, *kwargs.values()] if isinstance(t, torch.Tensor)]
+    return bool(tensors) and all(t.shape[0] > 0 for t in tensors)
+
+
 def _counted(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
     def called(*args: Any, **kwargs: Any) -> Any:
         ledger().called(name)
@@ -588,6 +612,8 @@ def substitute(role: str, name: str, ctx: RunContext) -> Any:
         return _counted(name, lambda *a, **k: value)
     simple: dict[str, Callable[[], Any]] = {
         "false": lambda: _counted(name, lambda *a, **k: False),
+        "rows-present": lambda: _counted(name, _rows_present),
+        "no-op-context": lambda: _counted(name, lambda *a, **k: NoOpContext()),
         "join-prefix": lambda: _counted(
             name, lambda part, prefix="": f"{prefix}.{part}" if prefix else part
         ),
