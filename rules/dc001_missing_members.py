@@ -143,12 +143,17 @@ return is_deepep_class_backend() or b.is_megamoe() or b.is_ascend_fuseep()
     INVALID = [
         Example(
             "class Block:\n"
-            "    def __init__(self):\n"
+            "    def __init__(self, config):\n"
+            "        self.hidden = config.hidden\n"
             "        b = get_moe_a2a_backend()\n"
             "        if b.is_deepep() or b.is_mooncake():\n"
             "            self.top_k = 2\n",
             missing=("deepep_v2", "mori", "pplx"),
-            note="its only effect is an attribute nothing reads: a warning that says so",
+            expected_fix="class Block:\n"
+            "    def __init__(self, config):\n"
+            "        self.hidden = config.hidden\n",
+            note="its only effect is an attribute nothing reads: a warning that says so, and "
+            "its fix deletes it (and the receiver only it read) rather than widen it",
         ),
         Example(
             "def packed(cfg: MeshConfig) -> bool:\n    return cfg.use_mesh_ll or cfg.use_relay\n",
@@ -338,7 +343,9 @@ def family_findings(rule: Rule, site: Site, judgement: Judgement) -> list[Findin
     verb = "excludes" if site.polarity == "negative" else "enumerates"
     covered = len(family.members) - len([m for m in family.members if m not in set(present)])
     latent = {m: why for m, why in judgement.latent.items() if m in missing}
-    verdicts = assess(site, missing, judgement) if rule.fixable() else ()
+    # a copy nothing reads is deleted, not widened: no member's applicability to rate
+    rated = rule.fixable() and not judgement.unread
+    verdicts = assess(site, missing, judgement) if rated else ()
     shown = marked(missing, verdicts, latent)
     message = (
         f"{subject(site)} {verb} {covered} of {len(family.members)} {noun(family, universe)}; "

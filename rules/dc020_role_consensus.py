@@ -655,7 +655,8 @@ the members the helper accepts instead. The fix states the backends it flips.
                 cited = self._sites_at((p.path, p.line) for p in found.places)
                 found = replace(found, same_role=cited)
             evidence = found.text + _comment_evidence(site, family)
-            verdicts = assess(site, missing, judgement, found.same_role)
+            # a copy nothing reads is deleted, not widened: no member's applicability
+            verdicts = () if judgement.unread else assess(site, missing, judgement, found.same_role)
             finding = site_finding(
                 self,
                 site,

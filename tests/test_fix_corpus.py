@@ -53,6 +53,12 @@ def allowed_lines(text: str, findings: list[Finding], style: str) -> set[int]:
     allowed: set[int] = set()
     for finding in findings:
         allowed.update(range(finding.span.line - 1, finding.span.end_line + 2))
+        if finding.fix is not None and finding.fix.style == "delete":
+            # a dead copy's whole statement, the receiver only it read, the blank line after
+            fix = finding.fix
+            allowed.update(range(fix.span.line, fix.span.end_line + 1))
+            for span, _ in fix.edits:
+                allowed.update(range(span.line, span.end_line + 1))
     if style == "helper" or any(f.code == "DC020" for f in findings):
         tree = ast.parse(text)
         first_def = next(

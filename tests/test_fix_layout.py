@@ -19,6 +19,8 @@ from driftcheck.fix.layout import Settings, formatter_settings
 
 RUFF = Path(sys.executable).with_name("ruff")
 IMPORT = "from sglang.srt.layers.moe.utils import MoeA2ABackend, get_moe_a2a_backend\n\n\n"
+# what reads the attributes the sites set (a copy nothing reads is deleted, not widened)
+READS = "\n    def forward(self):\n        return self.on, self.x, self.group\n"
 # one-line sites of every shape the layout wraps; each fits in 88 columns before the fix
 BEFORE = (
     "class Block:\n"
@@ -36,6 +38,7 @@ BEFORE = (
     "            get_moe_a2a_backend().is_deepep() or get_moe_a2a_backend().is_mooncake(),\n"
     "        )\n"
     "        return server_args.moe_a2a_backend in (MoeA2ABackend.DEEPEP, MoeA2ABackend.MORI)\n"
+    + READS
 )
 AFTER = (
     "class Block:\n"
@@ -80,7 +83,7 @@ AFTER = (
     "            MoeA2ABackend.MOONCAKE,\n"
     "            MoeA2ABackend.MORI,\n"
     "            MoeA2ABackend.PPLX,\n"
-    "        )\n"
+    "        )\n" + READS
 )
 
 

@@ -26,8 +26,10 @@ from driftcheck.model import Finding, Fix, Problem
 from driftcheck.project import module_name_of
 from driftcheck.rules.base import drift
 
+from .dead import STYLE as DELETE
+from .dead import plan_delete
 from .deepstack import nesting, run_deep
-from .flips import Change, FlipError, compute_change
+from .flips import Change, FlipError, compute_change, site_receivers
 from .fragment import FragmentError
 from .held import applied_note, held_back_members, held_back_of, held_fix, not_applied_note
 from .imports import import_edit, import_statement
@@ -139,6 +141,12 @@ def _plan_file(  # noqa: C901 - each way a plan can fail is caught where it happ
                 result, rel, source, job.site.universe
             )
             contexts[job.site.universe] = ctx
+            unread = result.reads.unread(job.site) if result.reads is not None else ()
+            if unread:  # the finding says to delete it: never widen it
+                receivers = frozenset(site_receivers(job.site, ctx.universe))
+                job = replace(job, held_back=frozenset())
+                planned.append((index, job, plan_delete(ctx, job, unread, receivers)))
+                continue
             policy = result.config.policy_for(finding.path, finding.symbol)
             chosen = policy.fix_style if policy is not None and policy.fix_style else style
             rule = CATALOGUE[finding.code]()
@@ -165,6 +173,10 @@ def _plan_file(  # noqa: C901 - each way a plan can fail is caught where it happ
     checked: list[tuple[int, SiteJob, Rewrite]] = []
     changes: dict[int, Change] = {}
     for index, job, rewrite in planned:
+        if rewrite.style == DELETE:  # nothing reads what it sets: no backend changes
+            changes[index] = Change(())
+            checked.append((index, job, rewrite))
+            continue
         try:
             changes[index] = _checked_change(contexts[job.site.universe], job, rewrite)
             checked.append((index, job, rewrite))
@@ -327,16 +339,19 @@ def _as_fix(ctx: FileContext, job: SiteJob, rewrite: Rewrite, change: Change) ->
     """The planned rewrite in the model's terms (``ast`` spans), with what it leaves out."""
     index = ctx.index
     primary = rewrite.primary
+    dead = rewrite.style == DELETE
     return Fix(
         style=rewrite.style,  # type: ignore[arg-type]
         span=index.span_of(primary.start, primary.end),
         replacement=lay_out(ctx.source.text, primary.start, primary.end, primary.text, ctx.layout),
         flips=change.flips,
         import_line=rewrite.import_line,
-        change=change.describe(),
+        change=f"deleted (nothing reads {', '.join(job.site.unread)})"
+        if dead
+        else change.describe(),
         edits=tuple((index.span_of(r.start, r.end), r.text) for r in rewrite.extra),
         held_back=held_back_of(job),
-        members=job.finding.applicability,
+        members=() if dead else job.finding.applicability,
     )
 
 
