@@ -25,8 +25,10 @@ Each N's ``driftcheck --no-cache`` run alternates with its peer's, the run on th
 half as many sites (as ``bench_sites.py`` alternates 8x the sites with 1x), ``--runs`` pairs
 after one that is not counted: the median time at N, and the median of the paired ratios, the
 growth per doubling (linear time is about 2.0x, quadratic 4.0x; each pair ran side by side, so
-a machine that slows down for a while slows both). The first N is paired with ``ruff check
---select PLR1714 --no-cache`` on its tree. Then one run per N with its peak memory (the
+a machine that slows down for a while slows both), and the same of the runs' CPU time (the
+user and system seconds of the check's processes: on a machine shared with other work, what
+the check itself cost). The first N is paired with ``ruff check --select PLR1714
+--no-cache`` on its tree. Then one run per N with its peak memory (the
 process tree's proportional set size, sampled), and one run of ``--large`` sites of
 ``--large-shape`` (69,250: issue 31's 20 MB file) with its time and peak memory. driftcheck
 runs as ``python -P -m driftcheck``, its modules compiled to bytecode first (as in
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -189,14 +192,26 @@ def tree_with_sites(into: Path, shape: str, sites: int) -> Path:
 DRIFTCHECK = [sys.executable, "-P", "-m", "driftcheck", "--no-cache", "-q", "."]
 
 
+CPU: dict[Path, list[float]] = {}  # a tree -> the CPU seconds of each of its runs
+
+
+def cpu_seconds() -> float:
+    """User and system seconds of the children waited for so far (a check's forked helpers
+    are its children, waited for by it)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run(tree: Path) -> float:
-    """Wall seconds of one cold check of ``tree`` (exit code 1: the sites are drift)."""
-    start = time.perf_counter()
+    """Wall seconds of one cold check of ``tree`` (exit code 1: the sites are drift); its CPU
+    seconds are kept in :data:`CPU` (on a shared machine, what the check itself cost)."""
+    start, cpu = time.perf_counter(), cpu_seconds()
     done = subprocess.run(
         DRIFTCHECK, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False
     )
     if done.returncode != 1:
         raise SystemExit(f"driftcheck exited {done.returncode} on {tree}: {done.stderr!r}")
+    CPU.setdefault(tree, []).append(cpu_seconds() - cpu)
     return time.perf_counter() - start
 
 
@@ -219,10 +234,13 @@ def peak_mb(tree: Path) -> float:
 
 
 def shape_figures(scratch: Path, shape: str, sizes: list[int], runs: int, ruff: str) -> None:
-    """Print one shape's table: per N, the median time, the paired growth from N/2 (ruff's
-    time for the first N), the peak memory."""
+    """Print one shape's table: per N, the median wall time, the paired growth from N/2
+    (against ruff's time for the first N), the same of CPU time, the peak memory."""
     print(f"shape {shape}: {runs} pairs per N, each against N/2 (the first N against ruff)")
-    print("       N       MB   median    peer median   paired ratio   peak MB")
+    print(
+        "       N       MB    wall median   peer   paired ratio"
+        "    CPU median   paired ratio   peak MB"
+    )
     previous: Path | None = None
     for sites in sizes:
         tree = tree_with_sites(scratch / f"{shape}-{sites}", shape, sites)
@@ -232,11 +250,18 @@ def shape_figures(scratch: Path, shape: str, sizes: list[int], runs: int, ruff: 
             name = "ruff"
         else:
             other, name = (lambda t=previous: run(t)), "N/2"
+        CPU.clear()
         mine, theirs, ratios = paired(runs, lambda t=tree: run(t), other)
+        cpu = CPU[tree][1:]  # the pair that warms the page cache is not counted
+        growth = (
+            f"{statistics.median(a / b for a, b in zip(cpu, CPU[previous][1:], strict=True)):>9.2f}x N/2"
+            if previous is not None
+            else f"{'':>13}"
+        )
         print(
-            f"  {sites:>6} {size / 1e6:>8.1f} {statistics.median(mine):>7.2f} s "
-            f"{statistics.median(theirs):>10.2f} s {statistics.median(ratios):>8.2f}x {name:<5}"
-            f"{peak_mb(tree):>8.0f}",
+            f"  {sites:>6} {size / 1e6:>8.1f} {statistics.median(mine):>10.2f} s "
+            f"{statistics.median(theirs):>6.2f} s {statistics.median(ratios):>7.2f}x {name:<5}"
+            f"{statistics.median(cpu):>10.2f} s {growth} {peak_mb(tree):>9.0f}",
             flush=True,
         )
         if previous is not None:
@@ -264,12 +289,12 @@ def main() -> int:
         if args.large:
             huge = tree_with_sites(Path(scratch) / "huge", args.large_shape, args.large)
             size = (huge / GENERATED).stat().st_size
-            start = time.perf_counter()
+            cpu = cpu_seconds()
             wall, peak, code = run_sampled(DRIFTCHECK, huge, dict(os.environ))
             print(
                 f"one file of {args.large} {args.large_shape}-shape sites ({size / 1e6:.1f} MB): "
-                f"{wall:.1f} s, peak memory {peak:.0f} MB (exit {code}; "
-                f"{time.perf_counter() - start:.1f} s with sampling)"
+                f"{wall:.1f} s wall, {cpu_seconds() - cpu:.1f} s CPU, peak memory {peak:.0f} MB "
+                f"(exit {code})"
             )
     return 0
 
