@@ -139,6 +139,31 @@ def test_vllm_zero_config_picks_the_vllm_pack_and_is_the_reviewed_snapshot() -> 
     assert lines == reviewed_snapshot("vllm-0.33.0.txt")
 
 
+def test_vllm_0_32_0_zero_config_is_the_reviewed_snapshot() -> None:
+    """The release before the pack's: the same three canonicals where the pack names them, and the
+    same five reviewed sites as 0.33.0 at 0.32.0's lines."""
+    from driftcheck.corpus import fetch_release
+
+    result = check([fetch_release("vllm==0.32.0")], select=["ALL"], use_cache=False)
+    assert result.problems == []
+    assert result.config.pack == "vllm"
+    lines = [format_finding(f, color=False) for f in result.findings]
+    assert lines == reviewed_snapshot("vllm-0.32.0.txt")
+
+
+def test_vllm_0_34_0_zero_config_is_the_reviewed_snapshot() -> None:
+    """The release after the pack's, whose batched-activation and MoRI canonicals are gone: the
+    followed canonicals check all three families, and the report is the reviewed snapshot (two
+    entries marked false alarm there: the snapshot records what the tool says today)."""
+    from driftcheck.corpus import fetch_release
+
+    result = check([fetch_release("vllm==0.34.0")], select=["ALL"], use_cache=False)
+    assert result.problems == []
+    assert result.config.pack == "vllm"
+    lines = [format_finding(f, color=False) for f in result.findings]
+    assert lines == reviewed_snapshot("vllm-0.34.0.txt")
+
+
 def test_two_canonicals_over_one_universe_give_each_site_one_finding(sglang_0_5_23: Path) -> None:
     """The DeepEP family and its superset with megamoe: the superset takes a site only on an
     exact match or when the site names it (one extra member is no evidence of the concept)."""
