@@ -197,3 +197,24 @@ def test_a_configured_root_in_a_repository_reads_the_package_not_its_neighbours(
     assert project.root == tmp_path
     assert walked_files(tmp_path, "python/sglang") == [f"python/{f}" for f in SGLANG_FILES]
     assert walked_files(tmp_path, ".")[-1] == "test/test_backend.py"
+
+
+def test_canonicals_configured_without_a_pack_keep_the_whole_root_as_context(
+    tmp_path: Path,
+) -> None:
+    """No pack says which package holds a configured canonical's users: ``common/`` named
+    alone still reads ``app/`` (the negative control of the packs' packages)."""
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.driftcheck]\npack = 'none'\ncanonical = ['common.modes:is_fast']\n"
+        "enum = 'common.modes:Mode'\n"
+    )
+    (tmp_path / "common").mkdir()
+    (tmp_path / "common/modes.py").write_text(
+        "import enum\n\n\nclass Mode(enum.Enum):\n    A = 'a'\n    B = 'b'\n    C = 'c'\n\n\n"
+        "def is_fast(mode: Mode) -> bool:\n    return mode in (Mode.A, Mode.B)\n"
+    )
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app/run.py").write_text("from common.modes import Mode\n")
+    project = discover_project([tmp_path / "common"], cwd=tmp_path)
+    assert scope_of(project, [tmp_path / "common"]) is None
+    assert walked_files(tmp_path, "common") == ["common/modes.py", "app/run.py"]
