@@ -344,6 +344,7 @@ def scan_spec(
         config.model_marker,
         tuple(sorted(config.operations.items())),
         singles,
+        tuple(build_prefilter(u) for u in universes) if len(universes) > 1 else (),
     )
 
 

@@ -51,6 +51,18 @@ class ScanSpec:
     # when set, a file that can hold only single checks is not analysed but marked deferred
     # (:mod:`driftcheck.singles`)
     singles: SingleCheckFilter | None = None
+    # one prefilter per universe, in the order of ``universes`` (empty: every universe is
+    # walked in every file analysed): a file is walked for the universes whose own
+    # prefilter it passes, and no other can hold a site there (the prefilter is sound)
+    own: tuple[Prefilter, ...] = ()
+
+    def universes_in(self, data: bytes) -> tuple[Universe, ...]:
+        """The universes that may hold a site in ``data`` (all when :attr:`own` is empty)."""
+        if len(self.own) != len(self.universes):
+            return self.universes
+        return tuple(
+            u for u, own in zip(self.universes, self.own, strict=True) if own.may_match(data)
+        )
 
 
 @functools.lru_cache(maxsize=64)
@@ -206,7 +218,8 @@ def _scan(rel: str, data: bytes, spec: ScanSpec) -> FileScan:
     if paused:
         gc.disable()
     try:
-        _analyse(result, source, spec, hot, wants_registry, tokens, defining)
+        universes = spec.universes_in(data) if interesting else spec.universes
+        _analyse(result, source, spec, hot, wants_registry, tokens, defining, universes)
     except SyntaxError as exc:
         message = exc.msg if hasattr(exc, "msg") else str(exc)
         result.problems.append(Problem(rel, exc.lineno, f"syntax error: {message}; file skipped"))
@@ -231,13 +244,14 @@ def _analyse(
     wants_registry: bool,
     tokens: Tokens | None = None,
     defining: list[int] | None = None,
+    universes: tuple[Universe, ...] | None = None,
 ) -> None:
     """Parse what can hold a site (the whole file when the registry is wanted: its calls may
     sit anywhere) and collect sites, suppressions and registrations into ``result``. A syntax
     error is reported where the check reads (the statements around its hot lines); ``--fix``
     compiles the whole file before it changes it. With the file's member ``tokens``, a file
     none of whose statements holds two members of one universe is deferred once parsed
-    (:mod:`driftcheck.singles`)."""
+    (:mod:`driftcheck.singles`). ``universes``: those walked for sites (default: the run's)."""
     rel = result.path
     whole = wants_registry
     module = parse_for_sites(source, rel, None if whole else hot or [], None if whole else defining)
@@ -247,7 +261,7 @@ def _analyse(
         return
     if hot is not None:
         sites = find_sites(
-            spec.universes,
+            spec.universes if universes is None else universes,
             source,
             module.tree,
             rel,
