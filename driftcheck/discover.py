@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .engine import CheckResult, check
-from .families import family_for
+from .families import family_for, is_own_definition
 from .files import iter_python_files
 from .model import Family, Site, Universe
 from .rules.base import drift
@@ -105,6 +105,68 @@ def _call_counts(
     return calls, files
 
 
+def _called_names(family: Family) -> dict[str, set[str]]:
+    """For a canonical made of several definitions (a union's parts, or a wrapper and what it
+    delegates to), the names a call of it may spell, by access (``property`` or a call);
+    empty for a canonical of one definition."""
+    if len(family.defines) < 2:
+        return {}
+    names: dict[str, set[str]] = {}
+    for _, qual, access, *_ in family.defines:
+        kind = "property" if access == "property" else "call"
+        names.setdefault(kind, set()).add(qual.rpartition(".")[2])
+    return names
+
+
+def _union_lines(result: CheckResult, proposals: list[Proposal]) -> dict[str, set[tuple[str, int]]]:
+    """Per family of several definitions, the ``(file, line)`` places that call any of them,
+    outside their own definitions and imports (a line calling two parts, ``a or b``, is one
+    call)."""
+    patterns = {}
+    families = {p.family.name: p.family for p in proposals}
+    for proposal in proposals:
+        names = _called_names(proposal.family)
+        if not names:
+            continue
+        alternatives = [
+            rb"\.(" + b"|".join(re.escape(n.encode()) for n in sorted(group)) + rb")\b(?!\s*\()"
+            if kind == "property"
+            else rb"\b(" + b"|".join(re.escape(n.encode()) for n in sorted(group)) + rb")\s*\("
+            for kind, group in names.items()
+        ]
+        patterns[proposal.family.name] = re.compile(b"|".join(alternatives))
+    found: dict[str, set[tuple[str, int]]] = {name: set() for name in patterns}
+    if not patterns:
+        return found
+    for text, _ in iter_python_files(result.project, [result.root], []):
+        try:
+            with open(text, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            continue
+        for name, pattern in patterns.items():
+            for match in pattern.finditer(data):
+                line = data.count(b"\n", 0, match.start()) + 1
+                if not _in_definitions(data, match.start(), line, text, families[name]):
+                    found[name].add((str(text), line))
+    return found
+
+
+def _in_definitions(data: bytes, start: int, line: int, path: str, family: Family) -> bool:
+    """Whether a match is a definition, an import, or inside one of the canonical's own
+    definitions (a wrapper's ``return self.x.is_y`` is the canonical, not a call of it)."""
+    if data[max(0, start - 4) : start] == b"def ":
+        return True
+    head = data[data.rfind(b"\n", 0, start) + 1 : start].lstrip()
+    if head.startswith((b"from ", b"import ")):
+        return True
+    text = str(path).replace("\\", "/")
+    return any(
+        (text == own or text.endswith(f"/{own}")) and first <= line <= last
+        for own, _, _, first, last in family.defines
+    )
+
+
 def _copies(result: CheckResult, proposal: Proposal) -> list[Copy]:
     family, universe = proposal.family, proposal.universe
     found = []
@@ -132,9 +194,8 @@ def _is_copy(site: Site, family: Family, universe: Universe, min_overlap: int) -
         return False
     if site.enumerator == family.name or site.helpers:
         return False
-    own = f"{family.owner}.{family.name}" if family.owner else family.name
-    if site.path == family.path and site.symbol == own:
-        return False  # the canonical's own body
+    if is_own_definition(site, family):
+        return False  # the canonical's own body, a part of it, or what it delegates to
     return family_for(site, universe, min_overlap) == family
 
 
@@ -164,9 +225,15 @@ def discover(
     helpers = {p.family.name for p in proposals if p.family.access in ("function", "method")}
     properties = {p.family.name for p in proposals if p.family.access == "property"}
     calls, files = _call_counts(result, functions | helpers, properties | functions)
+    lines = _union_lines(result, proposals)
     for proposal in proposals:
-        proposal.callers = calls[proposal.family.name]
-        proposal.caller_files = files[proposal.family.name]
+        names = {n for group in _called_names(proposal.family).values() for n in group}
+        if names:  # a union, or a canonical that delegates: each line calling it once
+            proposal.callers = len(lines[proposal.family.name])
+            proposal.caller_files = len({path for path, _ in lines[proposal.family.name]})
+        else:
+            proposal.callers = calls[proposal.family.name]
+            proposal.caller_files = files[proposal.family.name]
         proposal.copies = [replace(c, callers=calls[c.function or ""]) for c in proposal.copies]
     progress(f"discover: {len(proposals)} famil{'y' if len(proposals) == 1 else 'ies'}")
     return result, proposals

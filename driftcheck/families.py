@@ -19,6 +19,15 @@ from __future__ import annotations
 from .model import Family, Site, Universe
 
 
+def is_own_definition(site: Site, family: Family) -> bool:
+    """Whether ``site`` is in the canonical's own definition, a part of it (a union's), or a
+    definition it delegates to: the canonical itself, never a copy of it."""
+    own = f"{family.owner}.{family.name}" if family.owner else family.name
+    if site.path == family.path and site.symbol == own:
+        return True
+    return any(site.path == path and site.symbol == qual for path, qual, *_ in family.defines)
+
+
 def covered_members(site: Site, universe: Universe) -> frozenset[str]:
     """The members a site covers, counting the families of canonical helpers it calls."""
     covered = set(site.members)

@@ -71,7 +71,8 @@ class Family:
     ``owner`` the class defining a method or property; ``universe`` the name of the universe
     it ranges over; ``conditions`` the narrowing texts each member is accepted under;
     ``inferred_from`` the number of hand-written copies an inferred family was read from
-    (``inferred_complete`` of them list all of it), in ``inferred_files`` files.
+    (``inferred_complete`` of them list all of it), in ``inferred_files`` files; ``defines``
+    the definitions that make up a configured canonical (its parts, and what they delegate to).
     """
 
     name: str
@@ -87,6 +88,10 @@ class Family:
     inferred_from: int = 0
     inferred_files: int = 0
     inferred_complete: int = 0
+    # the canonical's own definitions and those it delegates to (``(path, Class.name, access,
+    # first line, last line)``): their bodies are the canonical, not copies of it, and reading
+    # them elsewhere is calling it
+    defines: tuple[tuple[str, str, str, int, int], ...] = ()
 
     @property
     def member_set(self) -> frozenset[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from driftcheck.families import is_own_definition
 from driftcheck.model import Family, Finding, Site
 
 from .base import Example, Judgement, Rule, drift, noun, site_finding, subject
@@ -63,7 +64,9 @@ enable with `--select DC002` when cleaning up.
             return []
         if site.kind != "property" or site.enumerator == family.name:
             return []
-        if not family.member_set <= site.members:
+        if is_own_definition(site, family):
+            return []  # the canonical's own body, or a definition it delegates to
+        if not family.member_set <= site.members or not reachable(site, family, judgement):
             return []
         present, _, extra = drift(site, family, judgement.universe)
         if len(extra) > len(family.members):
@@ -85,6 +88,23 @@ enable with `--select DC002` when cleaning up.
                 f"{advised_call(site, family)}{tail}{_gate_note(site, family)}",
             )
         ]
+
+
+def reachable(site: Site, family: Family, judgement: Judgement) -> bool:
+    """Whether the site can call the canonical it would be advised to: it is in the class that
+    defines it, or it tests predicates of that class (its receiver is one). A site that tests
+    another class's predicates (``FusedMoEParallelConfig.use_deepep_ll_kernels``) holds that
+    class, not the canonical's (``FusedMoEConfig``): "call the helper" is no advice there. A
+    site comparing raw values gives no evidence either way and is advised as before."""
+    if family.inferred or not family.owner or site.symbol.startswith(f"{family.owner}."):
+        return True
+    predicates = judgement.universe.predicates
+    owners = {
+        predicates[op.predicate].owner
+        for op in site.operands
+        if op.kind in ("property", "method") and op.predicate in predicates
+    }
+    return not owners or family.owner in owners
 
 
 def advised_call(site: Site, family: Family) -> str:

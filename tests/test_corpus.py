@@ -153,8 +153,7 @@ def test_vllm_0_32_0_zero_config_is_the_reviewed_snapshot() -> None:
 
 def test_vllm_0_34_0_zero_config_is_the_reviewed_snapshot() -> None:
     """The release after the pack's, whose batched-activation and MoRI canonicals are gone: the
-    followed canonicals check all three families, and the report is the reviewed snapshot (two
-    entries marked false alarm there: the snapshot records what the tool says today)."""
+    followed canonicals check all three families, and the report is the reviewed snapshot."""
     from driftcheck.corpus import fetch_release
 
     result = check([fetch_release("vllm==0.34.0")], select=["ALL"], use_cache=False)

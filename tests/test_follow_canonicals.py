@@ -201,7 +201,7 @@ def test_an_unreadable_canonical_is_reported_and_the_others_are_still_checked(
     assert result.problems == []
     dc030 = [format_finding(f, color=False) for f in result.findings if f.code == "DC030"]
     assert dc030 == [
-        "moecfg/parallel.py:81:1: DC030 the ring family cannot be read, so its copies are not "
+        "moecfg/parallel.py:87:1: DC030 the ring family cannot be read, so its copies are not "
         "checked: canonical predicate uses_ring is outside what driftcheck can interpret: "
         "statement 'for name in ('ring_ll', 'ring_ht'):' in uses_ring()"
     ]

@@ -137,6 +137,7 @@ class SiteBuilder:
                 other = True
                 continue
             (helpers if term.kind == "helper" else terms).append(term)
+        terms, helpers = self._unions(terms, helpers)
         members = set().union(*(t.members for t in terms)) if terms else set()
         if len(members) >= 2 or (helpers and members):
             for term in [*terms, *helpers]:
@@ -145,6 +146,24 @@ class SiteBuilder:
                     self.consumed.add(id(term.node.operand))
             return terms, helpers, other
         return None
+
+    def _unions(self, terms: list[Term], helpers: list[Term]) -> tuple[list[Term], list[Term]]:
+        """A chain that calls every predicate of a union canonical (``c.use_x_v1 or
+        c.use_x_v2``) calls the canonical: those terms become calls of it, not a hand copy."""
+        for family in self.universe.families:
+            if family.access != "union" or " | " not in family.name:
+                continue
+            parts = set(family.name.split(" | "))
+            called = [t for t in terms if t.kind in ("property", "method") and t.predicate in parts]
+            if {t.predicate for t in called} != parts:
+                continue
+            ids = {id(t) for t in called}
+            terms = [t for t in terms if id(t) not in ids]
+            helpers = helpers + [
+                Term(t.node, "helper", family.member_set, t.negated, family.name, family.conditions)
+                for t in called
+            ]
+        return terms, helpers
 
     def match_cases(
         self, stmt: ast.Match, scope: ReceiverScope

@@ -149,6 +149,49 @@ def _considered(module: ModuleSource, cls_name: str, name: str) -> tuple[str, ..
     return tuple(f"{prefix}{n}" for n in (sharing or names))
 
 
+def _delegated_name(func: ast.FunctionDef, owned: bool) -> str | None:
+    """The definition a body that is one ``return`` hands its value to: ``self.x``,
+    ``self.x()``, ``self.x.is_y`` (owned) or ``x()`` (a module function); else None."""
+    body = func.body[1:] if ast.get_docstring(func) is not None else func.body
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+        return None
+    node: ast.expr = body[0].value
+    while True:
+        if isinstance(node, ast.Call) and not node.args and not node.keywords:
+            node = node.func
+        elif isinstance(node, ast.Attribute) and not (
+            owned and isinstance(node.value, ast.Name) and node.value.id == "self"
+        ):
+            node = node.value
+        else:
+            break
+    if owned and isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if not owned and isinstance(node, ast.Name) else None
+
+
+def delegates(index: SourceIndex, located: Located) -> list[Located]:
+    """The definitions ``located`` hands its value to, transitively, in the same class (or
+    module): ``use_batched_activation_format`` returns ``self.activation_format.is_batched``,
+    so ``activation_format`` is part of the canonical, not a copy of it."""
+    found: list[Located] = []
+    current = located
+    while current.function is not None and len(found) < 8:
+        owned = current.owner is not None
+        name = _delegated_name(current.function, owned)
+        if name is None or name == current.name:
+            break
+        qual = f"{current.owner.name}.{name}" if current.owner is not None else name
+        try:
+            current = locate(index, f"{current.module.name}:{qual}")
+        except UniverseError:
+            break
+        if current.kind == "constant" or any(f.qualname == current.qualname for f in found):
+            break
+        found.append(current)
+    return found
+
+
 def follow(index: SourceIndex, canonical: Canonical) -> Followed:
     """The predicates ``canonical`` names in the tree, following it when it is gone (raises
     :class:`NoCanonical` when nothing is found, :class:`UniverseError` when the module is)."""

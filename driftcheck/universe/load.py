@@ -20,7 +20,7 @@ from ..interpret import EnumValue, Interpreter, Scope, Unproven, member_truths
 from ..model import Conditions, Family, Universe
 from .domain import Domain, find_domain
 from .enums import is_enum_class
-from .follow import Followed, NoCanonical, Part, follow
+from .follow import Followed, NoCanonical, Part, delegates, follow
 from .locate import Located
 from .source import ModuleSource, SourceIndex, UniverseError
 from .vocabulary import Vocabulary, build_vocabulary, truth_summary
@@ -164,9 +164,15 @@ class _Builder:
         if followed.parts[0].expected:
             name = followed.parts[0].qualname.partition(".")[2] or followed.parts[0].qualname
             access = "union"
+        defines = [
+            (self.index.rel(d.module.path), d.qualname, d.kind, *_lines(d))
+            for part in followed.parts
+            for d in (part.located, *delegates(self.index, part.located))
+        ]
         return Family(
             name=name,
             qualified=f"{first.module.name}:" + " | ".join(p.qualname for p in followed.parts),
+            defines=tuple(dict.fromkeys(defines)),
             path=self.index.rel(first.module.path),
             line=first.line,
             members=tuple(ordered),
@@ -211,6 +217,15 @@ class _Builder:
             return member_truths(scope, values, lambda interp: interp.method(located.name, owner))
         local = replace(scope, functions={**scope.functions, SITE_FUNCTION: located.function})
         return member_truths(local, values, lambda interp: interp.call_function(SITE_FUNCTION))
+
+
+def _lines(located: Located) -> tuple[int, int]:
+    """The first and last line of a definition (its decorators included)."""
+    node = located.function
+    if node is None:
+        return located.line, located.line
+    first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+    return first, node.end_lineno or node.lineno
 
 
 def configured_domain(index: SourceIndex, spec: str) -> Domain | None:
