@@ -27,7 +27,12 @@ b.is_pplx() or b.is_megamoe()`.
 ## Why it matters
 It is correct today, and it is exactly the kind of list that drifted in Kimi-K3: the next
 backend added to the helper will be missing here. Off by default (it is advice, not a bug);
-enable with `--select DC002` when cleaning up.
+enable with `--select DC002` when cleaning up. A call of every predicate of a split
+canonical (`c.use_x_v1 or c.use_x_v2`, followed as their union) is a call of it, not a copy;
+the canonical's own definitions, and those it delegates to, are never reported; and the
+advice is given only where the site can reach the helper: inside the class that defines it,
+or testing that class's own predicates (a site that tests another class's predicates holds
+that class, not the helper's).
 
 ## Use instead
 `is_deepep_class_backend() or b.is_megamoe()`
