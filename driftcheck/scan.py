@@ -58,11 +58,18 @@ class ScanSpec:
 
     def universes_in(self, data: bytes) -> tuple[Universe, ...]:
         """The universes that may hold a site in ``data`` (all when :attr:`own` is empty)."""
+        return self.walked(data)[0]
+
+    def walked(self, data: bytes) -> tuple[tuple[Universe, ...], list[list[int]] | None]:
+        """:meth:`universes_in`, and when two or more of them are walked, the hot lines of
+        each one's own tokens (:meth:`Prefilter.hot_lines`; None otherwise)."""
         if len(self.own) != len(self.universes):
-            return self.universes
-        return tuple(
-            u for u, own in zip(self.universes, self.own, strict=True) if own.may_match(data)
-        )
+            return self.universes, None
+        kept = [
+            (u, own) for u, own in zip(self.universes, self.own, strict=True) if own.may_match(data)
+        ]
+        lines = [own.hot_lines(data) for _, own in kept] if len(kept) > 1 else None
+        return tuple(u for u, _ in kept), lines
 
 
 @functools.lru_cache(maxsize=64)
@@ -218,8 +225,8 @@ def _scan(rel: str, data: bytes, spec: ScanSpec) -> FileScan:
     if paused:
         gc.disable()
     try:
-        universes = spec.universes_in(data) if interesting else spec.universes
-        _analyse(result, source, spec, hot, wants_registry, tokens, defining, universes)
+        walked = spec.walked(data) if interesting else (spec.universes, None)
+        _analyse(result, source, spec, hot, wants_registry, tokens, defining, walked)
     except SyntaxError as exc:
         message = exc.msg if hasattr(exc, "msg") else str(exc)
         result.problems.append(Problem(rel, exc.lineno, f"syntax error: {message}; file skipped"))
@@ -244,14 +251,15 @@ def _analyse(
     wants_registry: bool,
     tokens: Tokens | None = None,
     defining: list[int] | None = None,
-    universes: tuple[Universe, ...] | None = None,
+    walked: tuple[tuple[Universe, ...], list[list[int]] | None] | None = None,
 ) -> None:
     """Parse what can hold a site (the whole file when the registry is wanted: its calls may
     sit anywhere) and collect sites, suppressions and registrations into ``result``. A syntax
     error is reported where the check reads (the statements around its hot lines); ``--fix``
     compiles the whole file before it changes it. With the file's member ``tokens``, a file
     none of whose statements holds two members of one universe is deferred once parsed
-    (:mod:`driftcheck.singles`). ``universes``: those walked for sites (default: the run's)."""
+    (:mod:`driftcheck.singles`). ``walked``: the universes walked for sites and their own hot
+    lines (:meth:`ScanSpec.walked`; default: the run's universes)."""
     rel = result.path
     whole = wants_registry
     module = parse_for_sites(source, rel, None if whole else hot or [], None if whole else defining)
@@ -260,14 +268,16 @@ def _analyse(
         result.deferred = True
         return
     if hot is not None:
+        universes, own_hot = walked if walked is not None else (spec.universes, None)
         sites = find_sites(
-            spec.universes if universes is None else universes,
+            universes,
             source,
             module.tree,
             rel,
             hot,
             grow=module.parse_lines,
             operations=dict(spec.operations),
+            own_hot_lines=own_hot,
         )
         reads = LocalReads(source, module.tree)
         result.sites = [

@@ -58,3 +58,57 @@ def test_sites_found_are_those_of_a_walk_for_every_universe() -> None:
         found += len(sites)
     # negative control: files were walked for fewer universes and still held sites
     assert narrowed and found
+
+
+# both universes in one module: a function of each, a class holding both, a module constant
+# of members read in a nested function, a setting aliased in an enclosing function
+MIXED = """from vllm.model_executor.layers.fused_moe.config import FusedMoEParallelConfig
+from vllm.platforms.interface import Platform, PlatformEnum
+
+LOW_LATENCY = ("deepep_low_latency", "nixl_ep")
+
+
+def batched(config: FusedMoEParallelConfig) -> bool:
+    return config.all2all_backend in ("deepep_low_latency", "nixl_ep")
+
+
+def cuda_alike(platform: Platform) -> bool:
+    return platform.is_cuda() or platform.is_rocm()
+
+
+class Layer:
+    def __init__(self, config: FusedMoEParallelConfig, platform: Platform) -> None:
+        self.backend = config.all2all_backend
+        self.platform = platform
+
+    def mori(self) -> bool:
+        return self.backend in ("mori_high_throughput", "mori_low_latency")
+
+    def gpu(self) -> bool:
+        return self.platform._enum in (PlatformEnum.CUDA, PlatformEnum.ROCM)
+
+
+def outer(config: FusedMoEParallelConfig) -> bool:
+    backend = config.all2all_backend
+
+    def inner() -> bool:
+        return backend in LOW_LATENCY
+
+    return inner()
+"""
+
+
+def test_a_module_of_two_universes_walks_each_function_for_its_own_and_finds_the_same() -> None:
+    spec = _spec(FIXTURES / "vllm_like")
+    data = MIXED.encode()
+    universes, own_lines = spec.walked(data)
+    assert len(universes) == 2 and own_lines is not None  # lenses are pruned per function
+    sites = scan_bytes("vllm/mixed.py", data, spec).sites
+    every = scan_bytes("vllm/mixed.py", data, dataclasses.replace(spec, own=())).sites
+    assert sites == every
+    # (``self.backend`` and the constant read in ``inner`` are no sites either way)
+    assert [(s.span.line, s.universe) for s in sites] == [
+        (8, "FusedMoEParallelConfig.all2all_backend"),
+        (12, "PlatformEnum"),
+        (24, "PlatformEnum"),
+    ]

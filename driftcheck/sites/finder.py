@@ -64,6 +64,7 @@ class SiteFinder:
         hot_lines: Sequence[int] | None = None,
         grow: Callable[[set[int]], Added] | None = None,
         operations: Operations | None = None,
+        own_hot_lines: Sequence[Sequence[int]] | None = None,
     ) -> None:
         self.universes = list(universes)
         self.source = source
@@ -76,6 +77,14 @@ class SiteFinder:
         self.sites: list[Site] = []
         self._parents: dict[int, ast.AST] = {}
         self._builders = [SiteBuilder(u) for u in self.universes]
+        self._index = {id(b): index for index, b in enumerate(self._builders)}
+        # per universe (by its builder), the hot lines of its own tokens: a class or function
+        # spanning none of them holds none of its sites, and is walked without its lens
+        self._own_hot: dict[int, list[int]] = (
+            {id(b): sorted(lines) for b, lines in zip(self._builders, own_hot_lines, strict=True)}
+            if own_hot_lines is not None and len(own_hot_lines) == len(self._builders)
+            else {}
+        )
         self._controls = Controls(tree, self.lines, grow, operations)
         # per universe, the members earlier exits of the enclosing blocks sent elsewhere
         self._settled: dict[str, frozenset[str]] = {}
@@ -92,16 +101,25 @@ class SiteFinder:
         ]
 
     # -- walking --------------------------------------------------------------------------
-    def _hot(self, node: ast.AST) -> bool:
-        """Whether ``node`` spans a line holding a member token (prefilter pruning)."""
-        if self.hot_lines is None:
+    def _hot(self, node: ast.AST, lines: list[int] | None = None) -> bool:
+        """Whether ``node`` spans a line holding a member token (prefilter pruning), or one
+        of ``lines`` when given."""
+        hot = self.hot_lines if lines is None else lines
+        if hot is None:
             return True
         start = getattr(node, "lineno", None)
         if start is None:
             return True
         end = getattr(node, "end_lineno", None) or start
-        index = bisect.bisect_left(self.hot_lines, start)
-        return index < len(self.hot_lines) and self.hot_lines[index] <= end
+        index = bisect.bisect_left(hot, start)
+        return index < len(hot) and hot[index] <= end
+
+    def _own(self, node: ast.AST, lenses: list[Lens]) -> list[Lens]:
+        """The lenses of the universes whose own tokens ``node`` spans (all without
+        per-universe hot lines)."""
+        if not self._own_hot:
+            return lenses
+        return [lens for lens in lenses if self._hot(node, self._own_hot[id(lens.builder)])]
 
     def segment(self, node: ast.AST) -> str:
         """The exact source text of ``node`` (``ast`` columns are UTF-8 byte offsets)."""
@@ -136,7 +154,8 @@ class SiteFinder:
 
     def _class_lenses(self, cls: ast.ClassDef, lenses: list[Lens]) -> list[Lens]:
         out = []
-        for index, lens in enumerate(lenses):
+        for lens in self._own(cls, lenses):
+            index = self._index[id(lens.builder)]
             universe = lens.builder.universe
             scope = ReceiverScope(
                 universe, set(), set(), set(lens.scope.module_names),
@@ -151,7 +170,7 @@ class SiteFinder:
     def _function_lenses(self, func: Function, lenses: list[Lens]) -> list[Lens]:
         out = []
         assignments, blocks = assignments_in(func.body), _blocks(func)
-        for lens in lenses:
+        for lens in self._own(func, lenses):
             universe = lens.builder.universe
             scope = lens.scope.child()
             scope.local_names = annotated_params(func, universe)
@@ -456,10 +475,14 @@ def find_sites(
     hot_lines: Sequence[int] | None = None,
     grow: Callable[[set[int]], Added] | None = None,
     operations: Operations | None = None,
+    own_hot_lines: Sequence[Sequence[int]] | None = None,
 ) -> list[Site]:
     """All sites in a parsed module (``hot_lines`` prunes statements without tokens; ``grow``
     parses more of a partially parsed module when a question needs it; ``operations`` maps
-    reach keys to the pack's role operations)."""
+    reach keys to the pack's role operations; ``own_hot_lines``, one list per universe: the
+    lines holding that universe's own tokens, which prune its lens from classes and functions
+    spanning none)."""
     if isinstance(universes, Universe):
         universes = [universes]
-    return SiteFinder(universes, source, tree, path, hot_lines, grow, operations).find()
+    finder = SiteFinder(universes, source, tree, path, hot_lines, grow, operations, own_hot_lines)
+    return finder.find()

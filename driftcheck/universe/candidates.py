@@ -327,7 +327,7 @@ def _gather(
             continue
         words_of.append(set(_WORD.findall(data)))
         paths.append(path)
-        enums = [m.decode() for m in _CLASS.findall(data)] if _ENUM_BASE.search(data) else []
+        enums = [m.decode() for m in _CLASS.findall(data)] if _enum_base(data) else []
         settings = _LITERAL in data and _SETTING.search(data) is not None
         if not (enums or settings):
             continue
@@ -341,6 +341,12 @@ def _gather(
         if settings:
             candidates.extend(_setting_candidates(module, index))
     return candidates, words_of, paths
+
+
+def _enum_base(data: bytes) -> bool:
+    """Whether ``data`` names ``Enum`` or ``Flag`` as a word's end: a plain search for either
+    first (a pattern that starts with an alternation is matched at every byte)."""
+    return (b"Enum" in data or b"Flag" in data) and _ENUM_BASE.search(data) is not None
 
 
 def _class_bodies(
