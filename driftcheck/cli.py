@@ -441,6 +441,9 @@ def fix_summary(outcome: FixOutcome, *, written: bool, remaining: int) -> str:
     files = len(outcome.changes)
     verb = "Fixed" if written else "Would fix"
     what = f"{fixed} finding{'s' if fixed != 1 else ''} in {files} file{'s' if files != 1 else ''}"
+    grouped, groups = outcome.groups
+    if groups:
+        what += f" ({grouped} of them in {groups} block{'s' if groups != 1 else ''} fixed as one)"
     tail = f"{remaining} remain{'s' if remaining == 1 else ''}"
     if outcome.held_back:
         tail += f" ({outcome.held_back} with held-back members: --unsafe-fixes adds them)"

@@ -111,6 +111,10 @@ def prove(result: CheckResult, finding: Finding) -> SiteProof:
     def without_table(verdict: Verdict, reason: str) -> SiteProof:
         return SiteProof(finding, site, verdict, reason, fix=finding.fix, exempt=exempt)
 
+    if finding.fix is not None and finding.fix.style == "delete":
+        verdict, reason = prove_deletion(result, site, finding.fix)
+        return without_table(verdict, reason)
+
     try:
         source = decode_source((result.root / finding.path).read_bytes())
         before_tree = parse_source(source, finding.path)
@@ -152,6 +156,26 @@ def prove(result: CheckResult, finding: Finding) -> SiteProof:
         return replace(base, verdict="refuted", reason=reason, disagreements=disagreements)
     return replace(
         base, verdict="proven", reason=_proven_reason(table, family, exempt, before.free, held)
+    )
+
+
+def prove_deletion(result: CheckResult, site: Site, fix: Fix) -> tuple[Verdict, str]:
+    """A dead copy's deletion (``--fix``'s ``delete`` kind): proven when the deleted range
+    holds the site and nothing in the tree reads what it sets (the run's own answer,
+    :meth:`driftcheck.liveness.AttributeReads.unread`): then no backend takes another path
+    because of it, before the fix or after."""
+    unread = result.reads.unread(site) if result.reads is not None else ()
+    if not unread:
+        return "refuted", "the fix deletes the copy, but something reads what it sets"
+    start, end = (fix.span.line, fix.span.col), (fix.span.end_line, fix.span.end_col)
+    if (
+        not start <= (site.span.line, site.span.col)
+        or (site.span.end_line, site.span.end_col) > end
+    ):
+        return "unproven", "the deleted range does not hold the site"
+    return (
+        "proven",
+        f"deletes it: nothing in the tree reads {', '.join(unread)}, so no backend changes",
     )
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from driftcheck.engine import CheckResult
+from driftcheck.groups import block_group
 from driftcheck.model import Finding, Fix, Problem
 from driftcheck.project import module_name_of
 from driftcheck.rules.base import drift
@@ -65,6 +66,18 @@ class FixOutcome:
     def held_back(self) -> int:
         """The remaining findings whose fix left members out (``--unsafe-fixes`` adds them)."""
         return sum(1 for f in self.remaining if f.fix is not None and f.fix.held_back)
+
+    @property
+    def groups(self) -> tuple[int, int]:
+        """How many fixed findings are sites of a group (sites that meet in one block, fixed
+        as one change: :mod:`driftcheck.groups`), and how many such groups were fixed."""
+        counted: dict[tuple[str, str], int] = defaultdict(int)
+        for finding in self.fixed:
+            group = block_group(finding.path, finding.canonical, finding.site)
+            if group is not None:
+                counted[group] += 1
+        together = [n for n in counted.values() if n > 1]
+        return sum(together), len(together)
 
     @cached_property
     def diff_text(self) -> str:
@@ -134,6 +147,7 @@ def _plan_file(  # noqa: C901 - each way a plan can fail is caught where it happ
     planned: list[tuple[int, SiteJob, Rewrite]] = []
     contexts: dict[str, FileContext] = {}
     ctx: FileContext | None = None
+    groups = _groups(findings)
     for index, finding in enumerate(findings):
         try:
             job = _job(result, finding, unsafe)
@@ -168,7 +182,7 @@ def _plan_file(  # noqa: C901 - each way a plan can fail is caught where it happ
         except Exception as exc:  # a planning bug must neither stop the run nor touch the file
             outcomes[index] = (None, _bug(exc))
     if ctx is None:
-        return [(i, *outcomes[i]) for i in range(len(findings))]
+        return [(i, *_whole(outcomes, groups, findings, i)) for i in range(len(findings))]
     planned = _drop_overlaps(planned, outcomes, ctx)
     checked: list[tuple[int, SiteJob, Rewrite]] = []
     changes: dict[int, Change] = {}
@@ -195,7 +209,38 @@ def _plan_file(  # noqa: C901 - each way a plan can fail is caught where it happ
     for position, (index, job, rewrite) in enumerate(checked):
         rewrite = replace(rewrite, extra=(*rewrite.extra, *extras.get(position, [])))
         outcomes[index] = (_as_fix(ctx, job, rewrite, changes[index]), None)
-    return [(i, *outcomes[i]) for i in range(len(findings))]
+    return [(i, *_whole(outcomes, groups, findings, i)) for i in range(len(findings))]
+
+
+# -- sites that meet in one block: fixed as one group --------------------------------------
+def _groups(findings: list[Finding]) -> dict[int, list[int]]:
+    """Each finding of a group of two or more (:func:`driftcheck.groups.block_group`), by
+    index: the indexes of its group, in file order."""
+    by_group: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for index, finding in enumerate(findings):
+        group = block_group(finding.path, finding.canonical, finding.site)
+        if group is not None:
+            by_group[group].append(index)
+    return {i: members for members in by_group.values() if len(members) > 1 for i in members}
+
+
+def _whole(
+    outcomes: dict[int, tuple[Fix | None, str | None]],
+    groups: dict[int, list[int]],
+    findings: list[Finding],
+    index: int,
+) -> tuple[Fix | None, str | None]:
+    """Finding ``index``'s outcome, refused when another site of its group cannot be fixed
+    while this one would be written: a group is never left half-fixed."""
+    fix, refusal = outcomes[index]
+    if fix is None or not fix.writes or index not in groups:
+        return fix, refusal
+    for other in groups[index]:
+        other_fix, why = outcomes[other]
+        if other_fix is None and why is not None:
+            line = findings[other].span.line
+            return None, f"fixed together with line {line} of its block, which is not fixed: {why}"
+    return fix, refusal
 
 
 def _read(result: CheckResult, rel: str) -> SourceFile:

@@ -9,7 +9,7 @@ nothing reads what it sets, the deletion flips no backend: it is safe (plain ``-
 
 Two shapes are deleted: ``self.<attr> = <the enumeration>`` and ``if <the enumeration>:``
 whose branches (the ``else`` too, no ``elif``) only assign such attributes. Either must be alone on
-its lines, hold no comment, and leave its block non-empty; any other shape is refused with
+its lines (the comments among and after them go with it), and leave its block non-empty; any other shape is refused with
 the finding's own advice, so ``--fix`` never widens a copy its finding says to delete.
 """
 
@@ -18,7 +18,6 @@ from __future__ import annotations
 import ast
 
 from .plan import FileContext, Refusal, Replacement, Rewrite, SiteJob
-from .unused import _statement_removal
 
 STYLE = "delete"
 
@@ -41,9 +40,9 @@ def plan_delete(
         raise Refusal(f"{dead_advice(unread)} (it does more than set them: delete it by hand)")
     if not [s for s in body if s is not statement and not _receiver_of(s, receivers)]:
         raise Refusal(f"{dead_advice(unread)} (it is its block's only statement)")
-    edit = _statement_removal(ctx, statement)
+    edit = _removal(ctx, statement)
     if edit is None:
-        raise Refusal(f"{dead_advice(unread)} (it shares its lines or holds a comment)")
+        raise Refusal(f"{dead_advice(unread)} (it shares its lines with other code)")
     edit = _with_blank_lines(ctx, edit, first=statement is body[0])
     text = ctx.source.text[edit.start : edit.end]
     return Rewrite(
@@ -55,6 +54,20 @@ def plan_delete(
         receivers=receivers,
         removed=((edit.start, edit.end),),
     )
+
+
+def _removal(ctx: FileContext, statement: ast.stmt) -> Replacement | None:
+    """The deletion of ``statement``'s whole lines, the comments among them (they speak of the
+    deleted code) and one ending its last line included; None when other code shares them."""
+    text = ctx.source.text
+    start, end = ctx.range_of(statement)
+    line_start = ctx.index.offset(statement.lineno, 0)
+    line_end = ctx.index.line_end(end)
+    after = text[end:line_end].strip()
+    if text[line_start:start].strip() or (after and not after.startswith("#")):
+        return None
+    next_line = ctx.index.offset((statement.end_lineno or statement.lineno) + 1, 0)
+    return Replacement(line_start, next_line, "")
 
 
 def _with_blank_lines(ctx: FileContext, edit: Replacement, first: bool) -> Replacement:

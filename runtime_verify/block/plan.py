@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from driftcheck.groups import block_group
 from driftcheck.model import Finding, Site
 
 from ..proof import SiteProof
@@ -93,12 +94,13 @@ def units(proofs: list[SiteProof]) -> tuple[list[Unit], list[dict[str, Any]]]:
     not_plan: list[dict[str, Any]] = []
     for proof in proofs:
         site = proof.site
-        if site is None or not site.role.operations:
+        group = block_group(proof.finding.path, proof.finding.canonical, site)
+        if group is None:
             not_plan.append(
                 {**where_of(proof.finding), "reason": not_plan_reason(site, proof.finding.symbol)}
             )
             continue
-        eligible.setdefault((proof.finding.path, proof.finding.canonical), []).append(proof)
+        eligible.setdefault(group, []).append(proof)
     found = [
         Unit(path, family, tuple(group), block_of(tuple(p.site for p in group if p.site)))
         for (path, family), group in sorted(eligible.items())
