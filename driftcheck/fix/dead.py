@@ -8,9 +8,10 @@ a receiver variable that only the statement read (:mod:`driftcheck.fix.unused`).
 nothing reads what it sets, the deletion flips no backend: it is safe (plain ``--fix``).
 
 Two shapes are deleted: ``self.<attr> = <the enumeration>`` and ``if <the enumeration>:``
-whose branches (the ``else`` too, no ``elif``) only assign such attributes. Either must be alone on
-its lines (the comments among and after them go with it), and leave its block non-empty; any other shape is refused with
-the finding's own advice, so ``--fix`` never widens a copy its finding says to delete.
+whose branches (the ``else`` too, no ``elif``) only assign such attributes. Either must be
+alone on its lines (the comments among and after them go with it) and leave its block
+non-empty; any other shape is refused with the finding's own advice, so ``--fix`` never
+widens a copy its finding says to delete.
 """
 
 from __future__ import annotations

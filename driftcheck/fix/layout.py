@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-try:  # pragma: no cover - the interpreter decides
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+else:  # pragma: no cover
+    import tomli as tomllib
 
 DEFAULT_LINE_LENGTH = 88
 DEFAULT_INDENT_WIDTH = 4
