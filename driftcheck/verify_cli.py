@@ -286,9 +286,10 @@ def _installed(module: str) -> bool:
         return False
 
 
-def _check_layer_requirements(device: str) -> None:
+def _check_layer_requirements(device: str, dispatcher: str) -> None:
     """Exit 2, before anything runs, when ``--layer`` cannot start here: torch or numpy not
-    importable (each missing one named), or ``--device cuda`` with no CUDA GPU visible."""
+    importable (each missing one named), or ``--device cuda`` with no CUDA GPU visible (for
+    ``--dispatcher deep_ep`` DeepEP's own preflight says that, beside its other reasons)."""
     # found, not imported: torch imported without numpy warns (and fails when a digest is taken)
     missing = [module for module in ("torch", "numpy") if not _installed(module)]
     if missing:
@@ -299,7 +300,7 @@ def _check_layer_requirements(device: str) -> None:
             err=True,
         )
         sys.exit(2)
-    if device == "cuda":
+    if device == "cuda" and dispatcher != "deep_ep":
         import torch
 
         if torch.cuda.device_count() == 0:
@@ -350,7 +351,7 @@ def _run_layer(
             err=True,
         )
         sys.exit(2)
-    _check_layer_requirements(settings.device)
+    _check_layer_requirements(settings.device, settings.dispatcher)
     from .runtime_verify.layer.deep_ep_module import DeepEPUnavailable
 
     try:
