@@ -496,7 +496,7 @@ class Applicability:
 class Fix:
     """A rewrite of one site's expression and the backends whose value it flips."""
 
-    style: Literal["minimal", "helper"]
+    style: Literal["minimal", "helper", "delete"]  # "delete": a dead copy removed
     span: Span
     replacement: str
     flips: tuple[str, ...]
