@@ -61,8 +61,22 @@ OTHER_PINS: dict[str, Pin] = {
     for pin in (
         Pin(
             "vllm",
+            "0.32.0",
+            "5e2ecdc5b0baf72921c288486417ca82778456a448e4fe60b62ee43c0dfc8611",
+            platform="manylinux_2_28_x86_64",
+            package="vllm",
+        ),
+        Pin(
+            "vllm",
             "0.33.0",
             "4b6bdec4ab269990bf70d45a3c1e94c3760a27064513760193b26d6f0da883aa",
+            platform="manylinux_2_28_x86_64",
+            package="vllm",
+        ),
+        Pin(
+            "vllm",
+            "0.34.0",
+            "79ca4b3cd74aec08c4bf476bdf0cb15735b605ae5368526a2faae1e30f044ca2",
             platform="manylinux_2_28_x86_64",
             package="vllm",
         ),
