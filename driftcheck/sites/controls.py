@@ -28,7 +28,9 @@ forward switch...) mark the reaches that are one (``operation``); a call of one 
 module's own functions or methods is followed one level further, and the role operations
 made inside it are recorded (``how="inside"``: ``self._reduce_shared(x)`` makes
 ``tensor_model_parallel_all_reduce``). Nothing is matched by a name pattern: a logging helper
-called ``all_gather_into_logging_buffer`` is an operation only if the pack says so.
+called ``all_gather_into_logging_buffer`` is an operation only if the pack says so, and a call
+that resolves to the module's own code is that code, whatever it is called
+(:mod:`.callees`: ``self.stats.combine(x)`` on the module's own ``Stats`` is no combine).
 
 Also the *comment* that states what the value is for: the comment lines just above the
 statement and those on its lines, and the enclosing function's docstring; and the *refusal*:
@@ -46,6 +48,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..model import Reach, Role
+from .callees import Callees
 from .mentions import Mentions
 from .names import terminal_name
 from .receivers import child_statements
@@ -333,6 +336,9 @@ class Controls:
         self._asked: dict[tuple[object, ...], list[_Statement]] = {}
         self._answers: dict[Asked, list[Reach]] = {}  # what the reads or calls asked reach
         self._mentions = Mentions(lines)
+        # a role operation stands only where its call does not resolve to the module's own
+        # code that makes none (:mod:`.callees`)
+        self._callees = Callees(lines, self.operations)
 
     def _index(self) -> list[_Statement]:
         """Every statement of the tree with its function and class (walked on first use;
@@ -400,6 +406,8 @@ class Controls:
 
     def _marked(self, reach: Reach) -> Reach:
         operation = self.operations.get(reach.key, "")
+        if operation and not self._callees.stands(reach):
+            return reach
         return replace(reach, operation=operation) if operation else reach
 
     def _operations_inside(
