@@ -234,6 +234,7 @@ NEWCOMER_ELSEWHERE = (
     "tests/test_server.py::test_language_server_shows_a_broken_configuration_at_its_line_and_in_a_message",
     "tests/test_server.py::test_language_server_withdraws_a_fixed_configurations_diagnostic",
     "tests/test_server.py::test_language_server_publishes_nothing_on_a_valid_configuration",
+    "tests/test_sites_at_scale.py::test_200_sites_of_five_shapes_give_their_200_findings",
 )
 
 
