@@ -31,6 +31,7 @@ import ast
 import re
 import sys
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 if sys.version_info >= (3, 11):
@@ -219,15 +220,21 @@ class _Shape:
             return None
         return f"{head}\n{self.inner}{argument}\n{self.indent})"
 
+    @cached_property
+    def _encoded(self) -> bytes:
+        # the replacement is one line (lay_out returns earlier otherwise), so a node's source is
+        # its byte columns: ast.get_source_segment would split the whole text once per operand
+        return self.replacement.encode("utf-8")
+
     def _segment(self, node: ast.expr) -> str | None:
-        return ast.get_source_segment(self.replacement, node)
+        if node.end_col_offset is None or node.lineno != 1 or node.end_lineno != 1:
+            return None
+        return self._encoded[node.col_offset : node.end_col_offset].decode("utf-8")
 
     def _offset(self, node: ast.expr) -> int | None:
-        segment = self._segment(node)
-        if segment is None:
+        if self._segment(node) is None:
             return None
-        head = self.replacement.encode("utf-8")[: node.col_offset].decode("utf-8", "ignore")
-        return len(head)
+        return len(self._encoded[: node.col_offset].decode("utf-8", "ignore"))
 
 
 def _parenthesised_whole(text: str) -> bool:
