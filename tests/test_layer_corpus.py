@@ -88,7 +88,12 @@ def test_qwen3_moe_on_0_5_17_runs_its_real_forward_switch(
     )
     [unit] = report["units"]
     assert (code, unit["block"], unit["verdict"]) == (0, "Qwen3MoeSparseMoeBlock", "confirmed")
-    assert unit["arms"] == {"reference": "deepep", "test": "mooncake", "control": None}
+    assert unit["arms"] == {
+        "reference": "deepep",
+        "test": "mooncake",
+        "control": None,
+        "others": [],
+    }
     test_only = only_lines(unit, "mooncake")
     assert "Qwen3MoeSparseMoeBlock.forward_normal" in test_only
     assert "Qwen3MoeSparseMoeBlock.forward_deepep" in only_lines(unit, "deepep")

@@ -18,10 +18,9 @@ BLOCK = (
     "        if b.is_deepep() or b.is_mooncake():\n"
     "            self.top_k = 2\n"
 )
-UNREAD = (
+UNREAD = (  # a dead copy rates no member: its fix deletes it (issue 30)
     "condition in Block.__init__ enumerates 2 of 5 DeepEP-family backends; missing "
-    "deepep_v2 (held back), mori (held back), pplx (held back: no same-role site lists them) "
-    "(canonical: is_deepep_class_backend); nothing reads top_k: "
+    "deepep_v2, mori, pplx (canonical: is_deepep_class_backend); nothing reads top_k: "
     "delete it rather than widen it"
 )
 READ = (
