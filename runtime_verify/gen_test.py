@@ -38,6 +38,8 @@ class GeneratedTest:
     text: str
     # the role operations the site's value reaches (its role on the Site), asserted too
     operations: tuple[str, ...] = ()
+    # a dead copy (nothing reads what it sets): asserted deleted, numbered among dead copies
+    dead: bool = False
 
 
 def _slug(text: str) -> str:
@@ -53,15 +55,19 @@ def planned_tests(registry: SiteRegistry) -> list[GeneratedTest]:
         found = registry.all_tests(family)
         per_symbol = Counter((t.path, t.symbol) for t in found)
         seen: Counter[tuple[str, str]] = Counter()
+        numbered: Counter[tuple[str, str, bool]] = Counter()
         for test in found:
             key = (test.path, test.symbol)
-            ordinal = seen[key]
+            position = seen[key]
             seen[key] += 1
+            dead = bool(registry.unread(test))
+            ordinal = numbered[(*key, dead)]
+            numbered[(*key, dead)] += 1
             if test.site is None:
                 continue
             name = f"test_{_slug(test.path.removesuffix('.py'))}__{_slug(test.symbol)}"
             if per_symbol[key] > 1:
-                name += f"_{ordinal + 1}"
+                name += f"_{position + 1}"
             if len(universe.families) > 1:
                 name += f"__{_slug(family.name)}"
             tests.append(
@@ -74,6 +80,7 @@ def planned_tests(registry: SiteRegistry) -> list[GeneratedTest]:
                     test.span.line,
                     test.site.text,
                     tuple(sorted({r.operation for r in test.site.role.operations})),
+                    dead,
                 )
             )
     return _unique(tests)
@@ -130,14 +137,14 @@ def render_module(tests: list[GeneratedTest], root: Path, output: Path) -> str:
             "",
             signature,
             *_docstring(test),
-            "    registry.assert_complete(",
+            f"    registry.{'assert_deleted' if test.dead else 'assert_complete'}(",
             f"        {json.dumps(test.path)},",
             f"        {json.dumps(test.symbol)},",
             f"        {test.ordinal},",
             f"        {json.dumps(test.canonical)},",
             *(
                 [f"        operations=({', '.join(json.dumps(o) for o in test.operations)},),"]
-                if test.operations
+                if test.operations and not test.dead
                 else []
             ),
             "    )",

@@ -110,8 +110,19 @@ class SiteRegistry:
             raise AssertionError(f"{name}() is not a canonical predicate of this tree")
         return family
 
-    def tests_in(self, path: str, symbol: str, family: Family) -> list[FamilyTest]:
-        """The family tests of ``symbol`` in ``path``, in source order."""
+    def unread(self, test: FamilyTest) -> tuple[str, ...]:
+        """The attributes a dead copy sets that nothing reads (its finding says delete it, and
+        ``--fix`` does), or ``()`` for a live test."""
+        reads = self.result.reads
+        if test.site is None or reads is None:
+            return ()
+        return reads.unread(test.site)
+
+    def tests_in(
+        self, path: str, symbol: str, family: Family, dead: bool = False
+    ) -> list[FamilyTest]:
+        """The live family tests of ``symbol`` in ``path`` (the dead copies with ``dead``), in
+        source order: deleting a dead copy never renumbers the live ones."""
         scan = self.result.scans.get(path)
         if scan is None:
             raise AssertionError(
@@ -126,7 +137,7 @@ class SiteRegistry:
             path,
             self.result.universe,
         )
-        return [t for t in found if t.symbol == symbol]
+        return [t for t in found if t.symbol == symbol and bool(self.unread(t)) == dead]
 
     def all_tests(self, family: Family) -> list[FamilyTest]:
         """Every family test in the checked files, by path then position."""
@@ -186,6 +197,19 @@ class SiteRegistry:
                     missing.append(member)
                     break
         return tuple(missing)
+
+    def assert_deleted(self, path: str, symbol: str, ordinal: int, canonical: str) -> None:
+        """Fail, naming it, while the dead copy of this ordinal (among the symbol's dead copies)
+        still stands: nothing reads what it sets, so its fix deletes it."""
+        __tracebackhide__ = True
+        tests = self.tests_in(path, symbol, self.family(canonical), dead=True)
+        if ordinal < len(tests):
+            test = tests[ordinal]
+            raise AssertionError(
+                f"{path}:{test.span.line} {symbol}: nothing reads "
+                f"{', '.join(self.unread(test))}: delete it rather than widen it "
+                "(driftcheck --fix deletes it)"
+            )
 
     def assert_complete(
         self,
