@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -70,6 +70,16 @@ class Proposal:
         return [c for c in self.copies if c.missing]
 
 
+def _python_bytes(result: CheckResult) -> Iterator[tuple[str, bytes]]:
+    """Each Python file of the run's tree with its bytes (an unreadable one left out)."""
+    for path, _ in iter_python_files(result.project, [result.root], []):
+        try:
+            with open(path, "rb") as handle:
+                yield path, handle.read()
+        except OSError:
+            continue
+
+
 def _call_counts(
     result: CheckResult, names: set[str], properties: set[str]
 ) -> tuple[Counter[str], Counter[str]]:
@@ -86,12 +96,7 @@ def _call_counts(
     pattern = re.compile(b"|".join(alternatives))
     calls: Counter[str] = Counter()
     files: Counter[str] = Counter()
-    for text, _ in iter_python_files(result.project, [result.root], []):
-        try:
-            with open(text, "rb") as handle:
-                data = handle.read()
-        except OSError:
-            continue
+    for _path, data in _python_bytes(result):
         seen = set()
         for match in pattern.finditer(data):
             name = next(g for g in match.groups() if g).decode()
@@ -138,17 +143,12 @@ def _union_lines(result: CheckResult, proposals: list[Proposal]) -> dict[str, se
     found: dict[str, set[tuple[str, int]]] = {name: set() for name in patterns}
     if not patterns:
         return found
-    for text, _ in iter_python_files(result.project, [result.root], []):
-        try:
-            with open(text, "rb") as handle:
-                data = handle.read()
-        except OSError:
-            continue
+    for path, data in _python_bytes(result):
         for name, pattern in patterns.items():
             for match in pattern.finditer(data):
                 line = data.count(b"\n", 0, match.start()) + 1
-                if not _in_definitions(data, match.start(), line, text, families[name]):
-                    found[name].add((str(text), line))
+                if not _in_definitions(data, match.start(), line, path, families[name]):
+                    found[name].add((str(path), line))
     return found
 
 
